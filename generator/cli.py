@@ -1,0 +1,147 @@
+"""The trainwreck command line: build, validate, new, serve, schema."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from generator import __version__
+from generator.errors import ContentError, StrictModeError, TrainwreckError
+
+log = logging.getLogger("trainwreck")
+
+
+def find_root(start: Path) -> Path:
+    """Return the nearest folder at or above start that holds site.yaml and entries/."""
+    for folder in [start, *start.parents]:
+        if (folder / "site.yaml").is_file() and (folder / "entries").is_dir():
+            return folder
+    raise TrainwreckError(f"no Trainwreck project (site.yaml and entries/) at or above {start}; use --root")
+
+
+def _root(args: argparse.Namespace) -> Path:
+    return Path(args.root).resolve() if args.root else find_root(Path.cwd().resolve())
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """Build the site."""
+    from generator.build import build
+
+    root = _root(args)
+    out = Path(args.out) if args.out else root / "site"
+    started = time.perf_counter()
+    result = build(root, out, strict=args.strict, search=not args.no_search)
+    seconds = time.perf_counter() - started
+    print(
+        f"Built {result.pages} pages ({result.entries} entries, {result.signatures} signatures) "
+        f"into {result.out_dir} in {seconds:.1f}s with {len(result.warnings)} warning(s)."
+    )
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Check the content without writing anything."""
+    from generator.build import load_catalog
+
+    catalog = load_catalog(_root(args))
+    for warning in catalog.warnings:
+        log.warning("%s", warning)
+    if args.strict and catalog.warnings:
+        raise StrictModeError(catalog.warnings)
+    signatures = sum(len(e.signatures) for e in catalog.entries.values())
+    print(f"OK: {len(catalog.entries)} entries, {len(catalog.hubs)} hubs, {signatures} signatures, "
+          f"{len(catalog.warnings)} warning(s).")
+    return 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    """Scaffold a new entry."""
+    from generator.scaffold import scaffold_entry
+
+    path = scaffold_entry(_root(args), args.id, args.system)
+    print(f"Created {path}. Fill it in, then run `trainwreck validate`: it lists every field still missing.")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Build, serve on 127.0.0.1 and rebuild on change."""
+    from generator.serve import serve
+
+    root = _root(args)
+    serve(root, Path(args.out) if args.out else root / "site", args.port, watch=not args.no_watch)
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Print or write the JSON Schemas."""
+    from generator.index import json_schemas
+
+    schemas = json_schemas()
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, schema in schemas.items():
+            (out / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"Wrote {len(schemas)} schemas to {out}")
+    else:
+        print(json.dumps(schemas[f"{args.which}.schema.json"], indent=2, sort_keys=True))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """Return the argument parser."""
+    p = argparse.ArgumentParser(prog="trainwreck", description="Build the Trainwreck failure encyclopedia.")
+    p.add_argument("--version", action="version", version=f"trainwreck {__version__}")
+    p.add_argument("--root", help="project folder (default: the nearest folder with site.yaml)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    b = sub.add_parser("build", help="validate the content and build the site")
+    b.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    b.add_argument("--out", help="output folder (default: site/)")
+    b.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
+    b.set_defaults(func=cmd_build)
+
+    v = sub.add_parser("validate", help="check entries, hubs and tags without writing anything")
+    v.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    v.set_defaults(func=cmd_validate)
+
+    n = sub.add_parser("new", help="scaffold a new entry")
+    n.add_argument("id", help="kebab-case id, e.g. nccl-ib-retry-exceeded")
+    n.add_argument("--system", default="pytorch", help="system id; the entry goes to entries/<system>/")
+    n.set_defaults(func=cmd_new)
+
+    s = sub.add_parser("serve", help="build, serve on 127.0.0.1 and rebuild on change")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--out", help="output folder (default: site/)")
+    s.add_argument("--no-watch", action="store_true", help="do not rebuild on change")
+    s.set_defaults(func=cmd_serve)
+
+    sc = sub.add_parser("schema", help="print the JSON Schema of entries (or write all schemas)")
+    sc.add_argument("which", nargs="?", default="entry", choices=["entry", "hub", "entries", "signature"])
+    sc.add_argument("--out", help="write every schema into this folder")
+    sc.set_defaults(func=cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; print errors as messages, never as tracebacks, and return the exit code."""
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.ERROR if args.quiet else logging.INFO, format="warning: %(message)s")
+    try:
+        return int(args.func(args))
+    except ContentError as exc:
+        print(exc.report(), file=sys.stderr)
+        return 1
+    except StrictModeError as exc:
+        print(f"Aborted with {len(exc.warnings)} warning(s) in strict mode.", file=sys.stderr)
+        return 1
+    except TrainwreckError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,182 @@
+"""Check the entries against each other and index them into one read-only Catalog."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from generator.errors import ContentError, Problem
+from generator.load import Document
+from generator.patterns import compile_signature, regex_problem
+from generator.schema import Entry, Hub, HubRef, SiteConfig, TagInfo
+from generator.validate import Validated, closest, did_you_mean
+
+RELATED_LIMIT = 6
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """All content, validated and cross-linked; built once, then only read."""
+
+    site: SiteConfig
+    entries: dict[str, Entry]
+    hubs: dict[str, Hub]
+    tags: dict[str, TagInfo]
+    entry_paths: dict[str, str]
+    hub_paths: dict[str, str]
+    by_tag: dict[str, list[str]]
+    by_category: dict[str, list[str]]
+    by_system: dict[str, list[str]]
+    hub_rows: dict[str, list[tuple[str, HubRef]]]
+    related: dict[str, list[str]]
+    backlinks: dict[str, list[str]]
+    warnings: list[Problem]
+
+
+def _stem(doc: Document) -> str:
+    return PurePosixPath(doc.path).stem
+
+
+def _check_ids(validated: Validated, problems: list[Problem]) -> None:
+    seen: dict[str, str] = {}
+    for item, doc in [*validated.entries, *validated.hubs]:
+        kind = "entry" if isinstance(item, Entry) else "hub"
+        if item.id != _stem(doc):
+            problems.append(doc.problem(("id",), f"id {item.id!r} differs from the file name", f"rename the file to {item.id}.yaml or set id: {_stem(doc)}"))
+        key = f"{kind}:{item.id}"
+        if key in seen:
+            problems.append(doc.problem(("id",), f"duplicate {kind} id {item.id!r}", f"also used by {seen[key]}"))
+        seen.setdefault(key, doc.path)
+
+
+def _check_references(validated: Validated, problems: list[Problem]) -> None:
+    entry_ids = {e.id for e, _ in validated.entries}
+    hubs = {h.id: h for h, _ in validated.hubs}
+    tags = validated.tags.tags if validated.tags else {}
+    for entry, doc in validated.entries:
+        for i, rid in enumerate(entry.related):
+            if rid == entry.id:
+                problems.append(doc.problem(("related", i), "an entry cannot be related to itself"))
+            elif rid not in entry_ids:
+                problems.append(doc.problem(("related", i), f"no entry has id {rid!r}", did_you_mean(rid, entry_ids)))
+            elif entry.related.index(rid) != i:
+                problems.append(doc.problem(("related", i), f"{rid!r} is listed twice"))
+        for i, tag in enumerate(entry.tags):
+            if tag not in tags:
+                hint = did_you_mean(tag, tags) or "declare it in tags.yaml"
+                problems.append(doc.problem(("tags", i), f"unknown tag {tag!r}", hint))
+            elif entry.tags.index(tag) != i:
+                problems.append(doc.problem(("tags", i), f"tag {tag!r} is listed twice"))
+        for i, ref in enumerate(entry.hubs):
+            hub = hubs.get(ref.hub)
+            if hub is None:
+                problems.append(doc.problem(("hubs", i, "hub"), f"no hub has id {ref.hub!r}", did_you_mean(ref.hub, hubs)))
+                continue
+            groups = [g.id for g in hub.groups]
+            if groups and ref.group is None:
+                problems.append(doc.problem(("hubs", i), f"hub {hub.id!r} groups its rows; give a group", f"one of: {', '.join(groups)}"))
+            elif ref.group is not None and ref.group not in groups:
+                hint = did_you_mean(ref.group, groups) if groups else f"hub {hub.id!r} defines no groups; remove it"
+                problems.append(doc.problem(("hubs", i, "group"), f"hub {hub.id!r} has no group {ref.group!r}", hint))
+
+
+def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
+    owners: dict[tuple[str, str], str] = {}
+    for entry, doc in validated.entries:
+        for i, sig in enumerate(entry.signatures):
+            loc: tuple[str | int, ...] = ("signatures", i, sig.kind)
+            if sig.regex is not None and (why := regex_problem(sig.regex)):
+                problems.append(doc.problem(loc, f"unsafe regex: {why}"))
+                continue
+            key = (sig.kind, sig.pattern)
+            if key in owners and owners[key] != entry.id:
+                problems.append(doc.problem(loc, f"signature is already claimed by entry {owners[key]!r}", "each signature belongs to one entry"))
+            owners.setdefault(key, entry.id)
+            compiled = compile_signature(sig.kind, sig.pattern)
+            for j, example in enumerate(sig.examples):
+                if not compiled.search(example):
+                    problems.append(doc.problem(("signatures", i, "examples", j), "example is not matched by its own signature", f"pattern: {sig.pattern}"))
+
+
+def _warnings(validated: Validated, by_tag: dict[str, list[str]], hub_rows: dict[str, list[tuple[str, HubRef]]]) -> list[Problem]:
+    warnings: list[Problem] = []
+    if validated.tags is not None:
+        tag_doc = validated.tags
+        for tag in tag_doc.tags:
+            if not by_tag.get(tag):
+                warnings.append(Problem("tags.yaml", 0, 0, f"tags.{tag}", "tag is used by no entry"))
+    for hub, doc in validated.hubs:
+        if not hub_rows.get(hub.id):
+            warnings.append(doc.problem(("id",), "no entry lists this hub"))
+    for entry, doc in validated.entries:
+        optional = {
+            "symptoms": entry.symptoms,
+            "misread_as": entry.misread_as,
+            "prevention": entry.prevention,
+            "references": entry.references,
+            "scale": entry.scale,
+            "collateral": entry.collateral,
+        }
+        for name, value in optional.items():
+            if not value:
+                warnings.append(doc.problem((name,), "section is empty", "the page will leave it out"))
+        if not entry.fix.code:
+            warnings.append(doc.problem(("fix",), "fix has no code examples"))
+    return sorted(warnings)
+
+
+def _rank_related(entry: Entry, entries: dict[str, Entry], by_category: dict[str, list[str]]) -> list[str]:
+    """Explicit related entries first, then same-category entries by shared tags."""
+    chosen = list(entry.related)
+    tags = set(entry.tags)
+    others = [o for o in by_category[entry.category] if o != entry.id and o not in chosen]
+    others.sort(key=lambda o: (-len(tags & set(entries[o].tags)), o))
+    return (chosen + others)[: max(RELATED_LIMIT, len(chosen))]
+
+
+def link_catalog(validated: Validated) -> Catalog:
+    """Run the cross-entry checks and index the content; raise ContentError on any problem."""
+    problems = list(validated.problems)
+    _check_ids(validated, problems)
+    _check_references(validated, problems)
+    _check_signatures(validated, problems)
+    if problems or validated.site is None or validated.tags is None:
+        raise ContentError(problems)
+
+    entries = {e.id: e for e, _ in sorted(validated.entries, key=lambda pair: pair[0].id)}
+    by_tag: dict[str, list[str]] = defaultdict(list)
+    by_category: dict[str, list[str]] = defaultdict(list)
+    by_system: dict[str, list[str]] = defaultdict(list)
+    hub_rows: dict[str, list[tuple[str, HubRef]]] = defaultdict(list)
+    backlinks: dict[str, list[str]] = defaultdict(list)
+    for entry in entries.values():
+        for tag in entry.tags:
+            by_tag[tag].append(entry.id)
+        by_category[entry.category].append(entry.id)
+        for system in entry.systems:
+            if entry.id not in by_system[system.id]:
+                by_system[system.id].append(entry.id)
+        for ref in entry.hubs:
+            hub_rows[ref.hub].append((entry.id, ref))
+        for rid in entry.related:
+            backlinks[rid].append(entry.id)
+
+    return Catalog(
+        site=validated.site,
+        entries=entries,
+        hubs={h.id: h for h, _ in sorted(validated.hubs, key=lambda pair: pair[0].id)},
+        tags=dict(sorted(validated.tags.tags.items())),
+        entry_paths={e.id: d.path for e, d in validated.entries},
+        hub_paths={h.id: d.path for h, d in validated.hubs},
+        by_tag=dict(sorted(by_tag.items())),
+        by_category=dict(sorted(by_category.items())),
+        by_system=dict(sorted(by_system.items())),
+        hub_rows=dict(sorted(hub_rows.items())),
+        related={eid: _rank_related(e, entries, by_category) for eid, e in entries.items()},
+        backlinks=dict(sorted(backlinks.items())),
+        warnings=_warnings(validated, by_tag, hub_rows),
+    )
+
+
+__all__ = ["Catalog", "link_catalog", "closest"]

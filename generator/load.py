@@ -1,0 +1,155 @@
+"""Read YAML files into plain data, remembering the line and column of every key and item."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.errors import Problem
+
+MAX_FILE_BYTES = 1 << 20  # an entry is a few pages of text; anything larger is a mistake
+# Plain scalars YAML 1.1 reads as booleans; authors usually meant the word.
+BOOLEAN_WORDS = {"yes", "no", "on", "off", "y", "n", "true", "false"}
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass
+class Document:
+    """A parsed YAML file: its data and where each key or item starts."""
+
+    path: str
+    data: Any
+    positions: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    boolean_words: dict[Path_, str] = field(default_factory=dict)
+
+    def locate(self, loc: Path_) -> tuple[int, int]:
+        """Return the line and column of the deepest known prefix of a key path."""
+        for end in range(len(loc), -1, -1):
+            if loc[:end] in self.positions:
+                return self.positions[loc[:end]]
+        return (1, 1)
+
+    def problem(self, loc: Path_, message: str, hint: str = "") -> Problem:
+        """Make a Problem located at a key path."""
+        line, column = self.locate(loc)
+        return Problem(self.path, line, column, dotted(loc), message, hint)
+
+
+def dotted(loc: Path_) -> str:
+    """Render a key path as `fix.code[0].language`."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+class _Walker:
+    """Build plain data from a YAML node tree, recording positions as it goes."""
+
+    def __init__(self, loader: yaml.SafeLoader, doc: Document) -> None:
+        self.loader = loader
+        self.doc = doc
+        self.seen: set[int] = set()
+        self.problems: list[Problem] = []
+
+    def walk(self, node: yaml.Node, loc: Path_) -> Any:
+        if id(node) in self.seen:
+            # Aliases would let a small file expand into a huge one; entries never need them.
+            self.problems.append(self.doc.problem(loc, "YAML anchors and aliases are not allowed"))
+            return None
+        self.seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            result: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.loader.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    key = str(key)
+                child = (*loc, key)
+                self.doc.positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                if key in result:
+                    self.problems.append(self.doc.problem(child, "duplicate key", "each key may appear once"))
+                result[key] = self.walk(value_node, child)
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            items = []
+            for index, item in enumerate(node.value):
+                child = (*loc, index)
+                self.doc.positions[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
+                items.append(self.walk(item, child))
+            return items
+        value = self.loader.construct_object(node, deep=True)
+        if isinstance(value, bool) and node.style is None and node.value.lower() in BOOLEAN_WORDS:
+            self.doc.boolean_words[loc] = node.value
+        return value
+
+
+def load_yaml(path: Path, display: str) -> tuple[Document, list[Problem]]:
+    """Parse one YAML file; return the document and any problems found while reading it."""
+    doc = Document(display, None)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return doc, [Problem(display, 0, 0, "", f"cannot read file: {exc.strerror}")]
+    if len(raw) > MAX_FILE_BYTES:
+        return doc, [Problem(display, 0, 0, "", f"file is larger than {MAX_FILE_BYTES} bytes")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return doc, [Problem(display, 0, 0, "", f"file is not UTF-8 (byte {exc.start})")]
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return doc, [Problem(display, 1, 1, "", "file is empty")]
+        walker = _Walker(loader, doc)
+        doc.data = walker.walk(node, ())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        return doc, [Problem(display, line, column, "", f"invalid YAML: {exc.problem or exc.context}")]
+    except yaml.YAMLError as exc:
+        return doc, [Problem(display, 0, 0, "", f"invalid YAML: {exc}")]
+    finally:
+        loader.dispose()
+    if not isinstance(doc.data, dict):
+        return doc, [*walker.problems, Problem(display, 1, 1, "", "expected a mapping of fields at the top level")]
+    return doc, walker.problems
+
+
+@dataclass
+class Sources:
+    """Every content file of a project, parsed but not yet validated."""
+
+    root: Path
+    site: Document
+    tags: Document
+    entries: list[Document]
+    hubs: list[Document]
+    problems: list[Problem]
+
+
+def load_sources(root: Path) -> Sources:
+    """Parse site.yaml, tags.yaml, entries/**/*.yaml and hubs/*.yaml under a project root."""
+    problems: list[Problem] = []
+
+    def read(path: Path) -> Document:
+        doc, found = load_yaml(path, path.relative_to(root).as_posix())
+        problems.extend(found)
+        return doc
+
+    def read_required(name: str) -> Document:
+        path = root / name
+        if not path.is_file():
+            problems.append(Problem(name, 0, 0, "", "file is missing"))
+            return Document(name, None)
+        return read(path)
+
+    site = read_required("site.yaml")
+    tags = read_required("tags.yaml")
+    entries = [read(p) for p in sorted((root / "entries").rglob("*.y*ml")) if p.is_file()]
+    hubs = [read(p) for p in sorted((root / "hubs").glob("*.y*ml")) if p.is_file()]
+    return Sources(root, site, tags, entries, hubs, problems)

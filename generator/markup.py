@@ -1,0 +1,74 @@
+"""Markdown and code highlighting: one configured markdown-it parser, Pygments with CSS classes."""
+
+from __future__ import annotations
+
+import html
+import re
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
+
+# Classes only: a strict Content-Security-Policy forbids inline style attributes.
+_FORMATTER = HtmlFormatter(nowrap=True)
+
+
+def lexer_exists(language: str) -> bool:
+    """Return True if Pygments knows the language name."""
+    try:
+        get_lexer_by_name(language)
+    except ClassNotFound:
+        return False
+    return True
+
+
+def highlight_code(code: str, language: str) -> str:
+    """Return highlighted HTML for a code block, wrapped in <pre><code>."""
+    try:
+        lexer = get_lexer_by_name(language or "text")
+    except ClassNotFound:
+        lexer = get_lexer_by_name("text")
+    body = highlight(code.rstrip("\n") + "\n", lexer, _FORMATTER)
+    lang = html.escape(language or "text", quote=True)
+    return f'<pre class="code" data-lang="{lang}"><code class="language-{lang}">{body}</code></pre>'
+
+
+def _fence(content: str, lang: str, _attrs: str) -> str:
+    return highlight_code(content, lang.split()[0] if lang else "text")
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    # Raw HTML off: entries come from pull requests, and text must never become markup.
+    md = MarkdownIt("commonmark", {"html": False, "highlight": _fence, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    return md
+
+
+def render_markdown(text: str) -> str:
+    """Render a Markdown block to HTML."""
+    return _parser().render(text)
+
+
+def render_inline(text: str) -> str:
+    """Render one line of Markdown without wrapping it in a paragraph."""
+    return _parser().renderInline(text)
+
+
+_TAG = re.compile(r"<[^>]+>")
+
+
+def plain_text(html_text: str) -> str:
+    """Strip tags from rendered HTML and collapse whitespace, for meta descriptions and JSON-LD."""
+    return re.sub(r"\s+", " ", html.unescape(_TAG.sub(" ", html_text))).strip()
+
+
+def pygments_css() -> str:
+    """Return the highlighting styles for light and dark mode."""
+    light = HtmlFormatter(style="default").get_style_defs(".code")
+    dark = HtmlFormatter(style="monokai").get_style_defs("[data-theme=dark] .code")
+    auto = HtmlFormatter(style="monokai").get_style_defs(":root:not([data-theme=light]) .code")
+    return f"{light}\n{dark}\n@media (prefers-color-scheme: dark) {{\n{auto}\n}}\n"

@@ -1,0 +1,406 @@
+"""Render every page of the site in memory from the Catalog, with Jinja2."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jinja2
+from markupsafe import Markup
+
+from generator.faq import FaqItem, expand_faq
+from generator.link import Catalog
+from generator.markup import highlight_code, plain_text, render_inline, render_markdown
+from generator.schema import Entry, Hub, HubRef
+from generator.taxonomy import CATEGORIES, SYSTEMS
+
+SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+RECENT_ENTRIES = 8
+
+
+@dataclass(frozen=True)
+class Crumb:
+    """One step of the breadcrumb trail."""
+
+    name: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Page:
+    """What the base template needs for any page."""
+
+    path: str
+    title: str
+    description: str
+    crumbs: list[Crumb]
+    jsonld: list[dict[str, Any]] = field(default_factory=list)
+    og_type: str = "website"
+    indexable: bool = True
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    """An entry as listed on index, tag, category, system and hub pages."""
+
+    id: str
+    title: str
+    summary: str
+    category: str
+    category_name: str
+    severity: str
+    systems: list[str]
+
+
+@dataclass(frozen=True)
+class EntryPageContext:
+    """Context of templates/entry.html."""
+
+    page: Page
+    entry: Entry
+    faq: list[tuple[str, Markup]]
+    related: list[EntryRow]
+    backlinks: list[EntryRow]
+    edit_url: str
+    category_name: str
+    systems: list[tuple[str, str, str | None]]
+    tags: list[tuple[str, str]]
+    hubs: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class ListPageContext:
+    """Context of templates/list.html: a tag, category or system page."""
+
+    page: Page
+    heading: str
+    intro: str
+    rows: list[EntryRow]
+    hubs: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HubRow:
+    """One row of a hub's comparison table."""
+
+    entry: EntryRow
+    errors: list[str]
+    silent: bool
+    indicates: str
+    tell_apart: str | None
+
+
+@dataclass(frozen=True)
+class HubGroupView:
+    """A titled group of hub rows."""
+
+    id: str
+    title: str
+    description: str | None
+    rows: list[HubRow]
+
+
+@dataclass(frozen=True)
+class HubPageContext:
+    """Context of templates/hub.html."""
+
+    page: Page
+    hub: Hub
+    groups: list[HubGroupView]
+    edit_url: str
+
+
+@dataclass(frozen=True)
+class DirectoryContext:
+    """Context of templates/directory.html: the list of tags, categories, systems or hubs."""
+
+    page: Page
+    heading: str
+    intro: str
+    items: list[tuple[str, str, str, int]]
+
+
+@dataclass(frozen=True)
+class HomeContext:
+    """Context of templates/home.html."""
+
+    page: Page
+    hubs: list[tuple[str, str, str]]
+    categories: list[tuple[str, str, str, int]]
+    recent: list[EntryRow]
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class FailuresContext:
+    """Context of templates/failures.html: every entry, grouped by category."""
+
+    page: Page
+    groups: list[tuple[str, str, list[EntryRow]]]
+    total: int
+
+
+def _environment(templates: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = lambda text: Markup(render_markdown(text)) if text else Markup("")
+    env.filters["mdi"] = lambda text: Markup(render_inline(text)) if text else Markup("")
+    return env
+
+
+def source_link(source: str) -> tuple[str, str | None]:
+    """Return the display text and URL of a signature's provenance."""
+    if source.startswith("docs:"):
+        url = source[len("docs:"):]
+        return link_label(url), url
+    if source.startswith("pypi:"):
+        package, _, path = source[len("pypi:"):].partition(":")
+        name, _, version = package.partition("==")
+        return f"{path} in {package}", f"https://pypi.org/project/{name}/{version}/"
+    repo, _, path = source.partition(":")
+    repo, _, ref = repo.partition("@")
+    return f"{repo}: {path}", f"https://github.com/{repo}/blob/{ref or 'HEAD'}/{path}"
+
+
+def link_label(url: str) -> str:
+    """Return a short label for a URL: its host and path."""
+    parts = urlsplit(url)
+    return (parts.netloc + parts.path).rstrip("/")
+
+
+def _jsonld(data: list[dict[str, Any]]) -> list[Markup]:
+    """Serialise JSON-LD so that no '</script>' inside the data can close the element."""
+    out = []
+    for item in data:
+        text = json.dumps(item, ensure_ascii=False, sort_keys=True, indent=1)
+        out.append(Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")))
+    return out
+
+
+class Renderer:
+    """Render pages of one Catalog; each render_* returns (relative output path, HTML)."""
+
+    def __init__(self, catalog: Catalog, templates: Path) -> None:
+        self.catalog = catalog
+        self.site = catalog.site
+        self.env = _environment(templates)
+        self.env.globals.update(
+            site=self.site, path=self.site.path, url=self.site.url, jsonld=_jsonld, source_link=source_link,
+            highlight=lambda code, lang: Markup(highlight_code(code, lang)), link_label=link_label,
+            system_name=lambda sid: SYSTEMS[sid].name,
+        )
+
+    # -- shared pieces -------------------------------------------------------------------------
+
+    def row(self, entry_id: str) -> EntryRow:
+        """Return the listing row of an entry."""
+        e = self.catalog.entries[entry_id]
+        return EntryRow(
+            e.id, e.title, e.summary, e.category, CATEGORIES[e.category].name, e.severity,
+            [SYSTEMS[s.id].name for s in e.systems],
+        )
+
+    def rows(self, ids: list[str]) -> list[EntryRow]:
+        """Return listing rows, most severe first, then by title."""
+        rows = [self.row(i) for i in ids]
+        return sorted(rows, key=lambda r: (SEVERITY_ORDER[r.severity], r.title.lower()))
+
+    def _breadcrumbs_ld(self, crumbs: list[Crumb]) -> dict[str, Any]:
+        items = []
+        for position, crumb in enumerate(crumbs, start=1):
+            item: dict[str, Any] = {"@type": "ListItem", "position": position, "name": crumb.name}
+            if position < len(crumbs):
+                item["item"] = self.site.url(crumb.path)
+            items.append(item)
+        return {"@context": "https://schema.org", "@type": "BreadcrumbList", "itemListElement": items}
+
+    def _page(self, path: str, title: str, description: str, crumbs: list[tuple[str, str]], **kw: Any) -> Page:
+        trail = [Crumb("Home", "")] + [Crumb(n, p) for n, p in crumbs]
+        jsonld = list(kw.pop("jsonld", []))
+        if crumbs:
+            jsonld.append(self._breadcrumbs_ld(trail))
+        return Page(path, title, description, trail if crumbs else [], jsonld, **kw)
+
+    def _render(self, template: str, context: Any) -> str:
+        return self.env.get_template(template).render(ctx=context, page=context.page)
+
+    def _edit_url(self, source: str) -> str:
+        return f"{self.site.repo_url.rstrip('/')}/edit/{self.site.edit_branch}/{source}"
+
+    # -- pages -----------------------------------------------------------------------------------
+
+    def render_entry(self, entry: Entry) -> tuple[str, str]:
+        """Render /failures/<id>/."""
+        path = f"failures/{entry.id}/"
+        faq = expand_faq(entry, self.catalog)
+        faq_html = [(item.question, Markup(render_markdown(item.answer))) for item in faq]
+        article = {
+            "@context": "https://schema.org",
+            "@type": "TechArticle",
+            "headline": entry.title,
+            "description": entry.summary,
+            "url": self.site.url(path),
+            "datePublished": entry.added.isoformat(),
+            "dateModified": entry.updated.isoformat(),
+            "author": {"@type": "Organization", "name": self.site.author, "url": self.site.base_url},
+            "publisher": {"@type": "Organization", "name": self.site.title, "url": self.site.base_url},
+            "keywords": [self.catalog.tags[t].title for t in entry.tags],
+            "about": [SYSTEMS[s.id].name for s in entry.systems],
+            "inLanguage": self.site.language,
+        }
+        jsonld = [article, self._faq_ld(faq)] if faq else [article]
+        page = self._page(
+            path, entry.title, entry.summary,
+            [("All failures", "failures/"), (CATEGORIES[entry.category].name, f"categories/{entry.category}/"), (entry.title, path)],
+            jsonld=jsonld, og_type="article",
+        )
+        context = EntryPageContext(
+            page=page,
+            entry=entry,
+            faq=faq_html,
+            related=[self.row(i) for i in self.catalog.related.get(entry.id, [])],
+            backlinks=[self.row(i) for i in self.catalog.backlinks.get(entry.id, []) if i not in self.catalog.related.get(entry.id, [])],
+            edit_url=self._edit_url(self.catalog.entry_paths[entry.id]),
+            category_name=CATEGORIES[entry.category].name,
+            systems=[(s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems],
+            tags=[(t, self.catalog.tags[t].title) for t in entry.tags],
+            hubs=[(h.hub, self.catalog.hubs[h.hub].title) for h in entry.hubs],
+        )
+        return path + "index.html", self._render("entry.html", context)
+
+    def _faq_ld(self, faq: list[FaqItem]) -> dict[str, Any]:
+        return {
+            "@context": "https://schema.org",
+            "@type": "FAQPage",
+            "mainEntity": [
+                {
+                    "@type": "Question",
+                    "name": item.question,
+                    "acceptedAnswer": {"@type": "Answer", "text": plain_text(render_markdown(item.answer))},
+                }
+                for item in faq
+            ],
+        }
+
+    def render_hub(self, hub: Hub) -> tuple[str, str]:
+        """Render /hubs/<id>/ with its comparison table in groups."""
+        path = f"hubs/{hub.id}/"
+        rows = self.catalog.hub_rows.get(hub.id, [])
+        groups = []
+        if hub.groups:
+            for group in hub.groups:
+                members = [self._hub_row(eid, ref) for eid, ref in rows if ref.group == group.id]
+                if members:
+                    groups.append(HubGroupView(group.id, group.title, group.description, members))
+        else:
+            groups.append(HubGroupView("all", "", None, [self._hub_row(eid, ref) for eid, ref in rows]))
+        page = self._page(
+            path, hub.title, hub.summary, [("Hubs", "hubs/"), (hub.title, path)],
+            jsonld=[{
+                "@context": "https://schema.org", "@type": "TechArticle", "headline": hub.title,
+                "description": hub.summary, "url": self.site.url(path), "dateModified": hub.updated.isoformat(),
+                "author": {"@type": "Organization", "name": self.site.author, "url": self.site.base_url},
+            }],
+        )
+        context = HubPageContext(page, hub, groups, self._edit_url(self.catalog.hub_paths[hub.id]))
+        return path + "index.html", self._render("hub.html", context)
+
+    def _hub_row(self, entry_id: str, ref: HubRef) -> HubRow:
+        entry = self.catalog.entries[entry_id]
+        errors = [s.pattern for s in entry.signatures if not s.search_key][:2]
+        return HubRow(self.row(entry_id), errors, not entry.signatures, ref.indicates, ref.tell_apart)
+
+    def render_list(self, kind: str, key: str) -> tuple[str, str]:
+        """Render a tag, category or system page."""
+        if kind == "tags":
+            info = self.catalog.tags[key]
+            heading, intro, ids, parent = f"Tag: {info.title}", info.description, self.catalog.by_tag[key], "Tags"
+        elif kind == "categories":
+            term = CATEGORIES[key]
+            heading, intro, ids, parent = f"{term.name} failures", term.description, self.catalog.by_category[key], "Categories"
+        else:
+            term = SYSTEMS[key]
+            heading, intro, ids, parent = f"{term.name} failures", term.description, self.catalog.by_system[key], "Systems"
+        hubs = [(h.id, h.title) for h in self.catalog.hubs.values() if kind == "systems" and h.system == key]
+        path = f"{kind}/{key}/"
+        page = self._page(path, heading, intro, [(parent, f"{kind}/"), (heading, path)])
+        return path + "index.html", self._render("list.html", ListPageContext(page, heading, intro, self.rows(ids), hubs))
+
+    def render_directory(self, kind: str) -> tuple[str, str]:
+        """Render /tags/, /categories/, /systems/ or /hubs/."""
+        items: list[tuple[str, str, str, int]]
+        if kind == "tags":
+            heading, intro = "Tags", "Every tag and how many failures carry it."
+            items = [(t, i.title, i.description, len(self.catalog.by_tag.get(t, []))) for t, i in self.catalog.tags.items() if t in self.catalog.by_tag]
+        elif kind == "categories":
+            heading, intro = "Categories", "Failures by the kind of thing that breaks."
+            items = [(c, CATEGORIES[c].name, CATEGORIES[c].description, len(ids)) for c, ids in self.catalog.by_category.items()]
+        elif kind == "systems":
+            heading, intro = "Systems", "Failures by the library, runtime or hardware that reports them."
+            items = [(s, SYSTEMS[s].name, SYSTEMS[s].description, len(ids)) for s, ids in self.catalog.by_system.items()]
+        else:
+            heading, intro = "Hubs", "One system's errors side by side, with the switches that tell them apart."
+            items = [(h.id, h.title, h.summary, len(self.catalog.hub_rows.get(h.id, []))) for h in self.catalog.hubs.values()]
+        path = f"{kind}/"
+        page = self._page(path, heading, intro, [(heading, path)])
+        return path + "index.html", self._render("directory.html", DirectoryContext(page, heading, intro, items))
+
+    def render_home(self) -> tuple[str, str]:
+        """Render the home page."""
+        entries = self.catalog.entries.values()
+        recent = sorted(entries, key=lambda e: (e.updated, e.id), reverse=True)[:RECENT_ENTRIES]
+        page = self._page("", self.site.title, self.site.tagline, [], jsonld=[{
+            "@context": "https://schema.org", "@type": "WebSite", "name": self.site.title, "url": self.site.base_url,
+            "description": self.site.tagline,
+        }])
+        context = HomeContext(
+            page,
+            hubs=[(h.id, h.title, h.summary) for h in self.catalog.hubs.values()],
+            categories=[(c, CATEGORIES[c].name, CATEGORIES[c].description, len(ids)) for c, ids in self.catalog.by_category.items()],
+            recent=[self.row(e.id) for e in recent],
+            counts={"entries": len(self.catalog.entries), "signatures": sum(len(e.signatures) for e in entries), "hubs": len(self.catalog.hubs)},
+        )
+        return "index.html", self._render("home.html", context)
+
+    def render_failures(self) -> tuple[str, str]:
+        """Render /failures/, every entry grouped by category."""
+        groups = [(c, CATEGORIES[c].name, self.rows(ids)) for c, ids in self.catalog.by_category.items()]
+        page = self._page("failures/", "All failures", f"All {len(self.catalog.entries)} failures in the encyclopedia, by category.", [("All failures", "failures/")])
+        return "failures/index.html", self._render("failures.html", FailuresContext(page, groups, len(self.catalog.entries)))
+
+    def render_search(self) -> tuple[str, str]:
+        """Render /search/."""
+        page = self._page("search/", "Search", "Search every failure by error text, system, category, severity and tag.", [("Search", "search/")])
+        return "search/index.html", self._render("search.html", _Simple(page))
+
+    def render_404(self) -> tuple[str, str]:
+        """Render /404.html."""
+        page = Page("404.html", "Page not found", "This page does not exist.", [], indexable=False)
+        return "404.html", self._render("404.html", _Simple(page))
+
+
+@dataclass(frozen=True)
+class _Simple:
+    page: Page
+
+
+def render_pages(catalog: Catalog, templates: Path) -> dict[str, str]:
+    """Render every HTML page; return output path to HTML, in a stable order."""
+    r = Renderer(catalog, templates)
+    pages = [r.render_home(), r.render_failures(), r.render_search(), r.render_404()]
+    pages += [r.render_entry(e) for e in catalog.entries.values()]
+    pages += [r.render_hub(h) for h in catalog.hubs.values()]
+    pages += [r.render_list("tags", t) for t in catalog.by_tag]
+    pages += [r.render_list("categories", c) for c in catalog.by_category]
+    pages += [r.render_list("systems", s) for s in catalog.by_system]
+    pages += [r.render_directory(k) for k in ("tags", "categories", "systems", "hubs")]
+    return dict(sorted(pages))

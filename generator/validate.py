@@ -1,0 +1,175 @@
+"""Turn parsed documents into typed models, reporting every schema problem with its position."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any, TypeVar
+
+import pydantic
+from pydantic import BaseModel
+
+from generator.errors import Problem
+from generator.load import Document, Path_, Sources
+from generator.schema import Entry, Hub, SiteConfig, Tags
+from generator.taxonomy import CATEGORIES, SYSTEMS
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def closest(word: str, choices: typing.Iterable[str], n: int = 3) -> list[str]:
+    """Return up to n choices that look like word, best first."""
+    return difflib.get_close_matches(word, sorted(choices), n=n, cutoff=0.5)
+
+
+def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
+    """Return a 'did you mean' hint, or '' when nothing is close."""
+    near = closest(word, choices)
+    return "did you mean " + " or ".join(repr(c) for c in near) + "?" if near else ""
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip Annotated, Optional and list[...] down to the item type."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (list, typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation = args[0]
+        elif origin is dict:
+            annotation = typing.get_args(annotation)[1]
+        else:
+            return annotation
+
+
+def _model_at(model: type[BaseModel], loc: Path_) -> type[BaseModel] | None:
+    """Return the model class that owns the last key of loc."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        info = current.model_fields.get(str(part))
+        if info is None:
+            # A dict[str, Model] level (tags.yaml): the key is data, not a field.
+            continue
+        current = _unwrap(info.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _describe(error: Any, model: type[BaseModel], doc: Document) -> tuple[str, str]:
+    """Return the message and hint for one pydantic error."""
+    kind, loc, ctx = error["type"], tuple(error["loc"]), error.get("ctx") or {}
+    value = error.get("input")
+    if kind == "missing":
+        return "required field is missing", ""
+    if kind == "extra_forbidden":
+        owner = _model_at(model, loc)
+        names = list(owner.model_fields) if owner else []
+        return "unknown field", did_you_mean(str(loc[-1]), names)
+    if loc in doc.boolean_words and kind.endswith("_type"):
+        word = doc.boolean_words[loc]
+        return (
+            f"expected text, but YAML read the unquoted word {word} as {str(value).lower()}",
+            f"quote it: '{word}'",
+        )
+    if kind == "literal_error":
+        expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+        choices = [c.strip() for c in expected.split(",")]
+        return f"expected one of: {expected}; got {value!r}", did_you_mean(str(value), choices)
+    if kind == "string_pattern_mismatch":
+        pattern = str(ctx.get("pattern", ""))
+        if pattern.startswith("^[a-z0-9]+"):
+            return f"expected a kebab-case id (a-z, 0-9, '-'); got {value!r}", ""
+        if pattern.startswith("^https?"):
+            return f"expected an http(s) URL; got {value!r}", ""
+        if pattern.startswith("^(pypi"):
+            return (
+                f"expected 'owner/repo:path', 'pypi:package==version:path' or 'docs:https://…'; got {value!r}",
+                "",
+            )
+        return f"does not match {pattern}; got {value!r}", ""
+    if kind == "value_error":
+        message = str(ctx.get("error", error["msg"]))
+        if message.startswith("unknown category"):
+            return message, did_you_mean(str(value), CATEGORIES) or f"choose one of: {', '.join(sorted(CATEGORIES))}"
+        if message.startswith("unknown system"):
+            return message, did_you_mean(str(value), SYSTEMS)
+        return message, ""
+    if kind == "string_too_short":
+        return "must not be empty", ""
+    if kind == "too_short":
+        return f"needs at least {ctx.get('min_length', 1)} item(s)", ""
+    if kind == "string_too_long":
+        return f"is longer than {ctx.get('max_length')} characters", ""
+    if kind in ("string_type", "list_type", "dict_type", "model_type", "bool_type", "date_from_datetime_parsing",
+                "date_parsing", "date_type", "model_attributes_type"):
+        expected = {
+            "string_type": "text",
+            "list_type": "a list",
+            "dict_type": "a mapping",
+            "model_type": "a mapping of fields",
+            "model_attributes_type": "a mapping of fields",
+            "bool_type": "true or false",
+        }.get(kind, "a date as YYYY-MM-DD")
+        return f"expected {expected}; got {_yaml_kind(value)}", ""
+    return error["msg"], ""
+
+
+def _yaml_kind(value: Any) -> str:
+    """Name a YAML value's type the way an author thinks of it."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return repr(value)
+
+
+def validate_document(model: type[M], doc: Document) -> tuple[M | None, list[Problem]]:
+    """Validate one document against a model; return the model or every problem found."""
+    try:
+        return model.model_validate(doc.data), []
+    except pydantic.ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            message, hint = _describe(error, model, doc)
+            problems.append(doc.problem(tuple(error["loc"]), message, hint))
+        return None, problems
+
+
+class Validated(typing.NamedTuple):
+    """Every content file as typed models, each with the document it came from."""
+
+    site: SiteConfig | None
+    tags: Tags | None
+    entries: list[tuple[Entry, Document]]
+    hubs: list[tuple[Hub, Document]]
+    problems: list[Problem]
+
+
+def validate_sources(sources: Sources) -> Validated:
+    """Validate site.yaml, tags.yaml, every entry and every hub; collect all problems."""
+    problems = list(sources.problems)
+    broken = {p.path for p in problems}
+
+    def check(model: type[M], doc: Document) -> M | None:
+        if doc.path in broken or doc.data is None:
+            return None
+        result, found = validate_document(model, doc)
+        problems.extend(found)
+        return result
+
+    site = check(SiteConfig, sources.site)
+    tags = check(Tags, sources.tags)
+    entries = [(e, d) for d in sources.entries if (e := check(Entry, d)) is not None]
+    hubs = [(h, d) for d in sources.hubs if (h := check(Hub, d)) is not None]
+    return Validated(site, tags, entries, hubs, problems)
