@@ -6,6 +6,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from pygments.lexers import get_all_lexers
+
 from generator.errors import ContentError, Problem
 from generator.load import Document
 from generator.patterns import compile_signature, regex_problem
@@ -13,6 +15,7 @@ from generator.schema import Entry, Hub, HubRef, SiteConfig, TagInfo
 from generator.validate import Validated, closest, did_you_mean
 
 RELATED_LIMIT = 6
+LANGUAGES = frozenset(alias for _name, aliases, _files, _mimes in get_all_lexers() for alias in aliases)
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def _check_ids(validated: Validated, problems: list[Problem]) -> None:
 
 
 def _check_references(validated: Validated, problems: list[Problem]) -> None:
-    entry_ids = {e.id for e, _ in validated.entries}
+    entry_ids = validated.entry_ids
     hubs = {h.id: h for h, _ in validated.hubs}
     tags = validated.tags.tags if validated.tags else {}
     for entry, doc in validated.entries:
@@ -70,6 +73,8 @@ def _check_references(validated: Validated, problems: list[Problem]) -> None:
                 problems.append(doc.problem(("tags", i), f"tag {tag!r} is listed twice"))
         for i, ref in enumerate(entry.hubs):
             hub = hubs.get(ref.hub)
+            if hub is None and ref.hub in validated.hub_ids:
+                continue  # the hub file itself is broken and reported on its own
             if hub is None:
                 problems.append(doc.problem(("hubs", i, "hub"), f"no hub has id {ref.hub!r}", did_you_mean(ref.hub, hubs)))
                 continue
@@ -79,6 +84,17 @@ def _check_references(validated: Validated, problems: list[Problem]) -> None:
             elif ref.group is not None and ref.group not in groups:
                 hint = did_you_mean(ref.group, groups) if groups else f"hub {hub.id!r} defines no groups; remove it"
                 problems.append(doc.problem(("hubs", i, "group"), f"hub {hub.id!r} has no group {ref.group!r}", hint))
+
+
+def _check_languages(validated: Validated, problems: list[Problem]) -> None:
+    for entry, doc in validated.entries:
+        blocks: list[tuple[tuple[str | int, ...], str]] = [(("confirm", i, "language"), c.language) for i, c in enumerate(entry.confirm) if c.command]
+        blocks += [(("fix", "code", i, "language"), c.language) for i, c in enumerate(entry.fix.code)]
+        if entry.verify.command:
+            blocks.append((("verify", "language"), entry.verify.language))
+        for loc, language in blocks:
+            if language not in LANGUAGES:
+                problems.append(doc.problem(loc, f"unknown code language {language!r}", did_you_mean(language, LANGUAGES) or "use a Pygments name such as python, shell, json, yaml or text"))
 
 
 def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
@@ -141,6 +157,7 @@ def link_catalog(validated: Validated) -> Catalog:
     _check_ids(validated, problems)
     _check_references(validated, problems)
     _check_signatures(validated, problems)
+    _check_languages(validated, problems)
     if problems or validated.site is None or validated.tags is None:
         raise ContentError(problems)
 

@@ -25,6 +25,8 @@ SOURCE_PATTERN = r"^(pypi:[A-Za-z0-9_.-]+==[^:\s]+:\S+|docs:https?://\S+|[\w.-]+
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=80)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+# Signature text is matched byte for byte, so its spaces are kept as written.
+PatternText = Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"\S")]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://[^\s<>\"]+$")]
 
 
@@ -73,10 +75,10 @@ class HubRef(Model):
 class Signature(Model):
     """Text a log shows when this failure happens, and where upstream prints it."""
 
-    literal: Line | None = Field(
+    literal: PatternText | None = Field(
         default=None, description="Exact text, matched as a case-sensitive substring of a log line."
     )
-    regex: Line | None = Field(
+    regex: PatternText | None = Field(
         default=None,
         description=(
             "A pattern in the safe subset shared by Python and JavaScript: no backreferences, "
@@ -247,9 +249,9 @@ class Entry(Model):
     @model_validator(mode="after")
     def _silent_needs_fingerprint(self) -> Entry:
         if not self.signatures and not self.fingerprint:
-            raise ValueError("an entry with no signatures needs a fingerprint")
+            raise ValueError("fingerprint: an entry with no signatures needs a fingerprint")
         if self.updated < self.added:
-            raise ValueError("'updated' is earlier than 'added'")
+            raise ValueError("updated: is earlier than 'added'")
         return self
 
 
@@ -320,7 +322,7 @@ class SiteConfig(Model):
     @model_validator(mode="after")
     def _slash(self) -> SiteConfig:
         if not self.base_url.endswith("/"):
-            raise ValueError("base_url must end with '/'")
+            raise ValueError("base_url: must end with '/'")
         return self
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
+from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 import pydantic
@@ -25,8 +27,10 @@ def closest(word: str, choices: typing.Iterable[str], n: int = 3) -> list[str]:
 
 def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
     """Return a 'did you mean' hint, or '' when nothing is close."""
-    near = closest(word, choices)
-    return "did you mean " + " or ".join(repr(c) for c in near) + "?" if near else ""
+    near = [repr(c) for c in closest(word, choices)]
+    if not near:
+        return ""
+    return "did you mean " + (", ".join(near[:-1]) + " or " + near[-1] if len(near) > 1 else near[0]) + "?"
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -70,7 +74,7 @@ def _describe(error: Any, model: type[BaseModel], doc: Document) -> tuple[str, s
         owner = _model_at(model, loc)
         names = list(owner.model_fields) if owner else []
         return "unknown field", did_you_mean(str(loc[-1]), names)
-    if loc in doc.boolean_words and kind.endswith("_type"):
+    if loc in doc.boolean_words and kind != "bool_type":
         word = doc.boolean_words[loc]
         return (
             f"expected text, but YAML read the unquoted word {word} as {str(value).lower()}",
@@ -142,7 +146,11 @@ def validate_document(model: type[M], doc: Document) -> tuple[M | None, list[Pro
         problems = []
         for error in exc.errors():
             message, hint = _describe(error, model, doc)
-            problems.append(doc.problem(tuple(error["loc"]), message, hint))
+            loc = tuple(error["loc"])
+            # Model-level checks name their field as a 'field: message' prefix.
+            if not loc and (named := re.match(r"^(\w+): (.*)$", message)):
+                loc, message = (named.group(1),), named.group(2)
+            problems.append(doc.problem(loc, message, hint))
         return None, problems
 
 
@@ -154,6 +162,8 @@ class Validated(typing.NamedTuple):
     entries: list[tuple[Entry, Document]]
     hubs: list[tuple[Hub, Document]]
     problems: list[Problem]
+    entry_ids: frozenset[str]
+    hub_ids: frozenset[str]
 
 
 def validate_sources(sources: Sources) -> Validated:
@@ -172,4 +182,14 @@ def validate_sources(sources: Sources) -> Validated:
     tags = check(Tags, sources.tags)
     entries = [(e, d) for d in sources.entries if (e := check(Entry, d)) is not None]
     hubs = [(h, d) for d in sources.hubs if (h := check(Hub, d)) is not None]
-    return Validated(site, tags, entries, hubs, problems)
+    # Ids of files that failed validation still count, so one broken file does not cascade
+    # into "no entry has id" errors in every file that links to it.
+    return Validated(site, tags, entries, hubs, problems, _ids(sources.entries), _ids(sources.hubs))
+
+
+def _ids(docs: list[Document]) -> frozenset[str]:
+    ids = set()
+    for doc in docs:
+        declared = doc.data.get("id") if isinstance(doc.data, dict) else None
+        ids.add(declared if isinstance(declared, str) else PurePosixPath(doc.path).stem)
+    return frozenset(ids)

@@ -1,0 +1,98 @@
+"""Shared fixtures: the project, the test corpus, built sites, a local server and a browser."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from generator.build import build
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "corpus"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A writable copy of the small test corpus."""
+    target = tmp_path / "project"
+    shutil.copytree(CORPUS, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def corpus_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test corpus, built once with search."""
+    out = tmp_path_factory.mktemp("corpus") / "site"
+    build(CORPUS, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def real_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped entries, built once with --strict."""
+    out = tmp_path_factory.mktemp("real") / "site"
+    build(ROOT, out, strict=True)
+    return out
+
+
+class _PrefixHandler(http.server.SimpleHTTPRequestHandler):
+    """Serve a site folder under the path prefix its base_url names, and record every request."""
+
+    prefix = "/"
+    requests: list[str] = []
+
+    def translate_path(self, path: str) -> str:
+        self.requests.append(path)
+        if path.startswith(self.prefix):
+            path = "/" + path[len(self.prefix):]
+        return super().translate_path(path)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@functools.cache
+def _server(site: Path, prefix: str) -> tuple[str, list[str]]:
+    requests: list[str] = []
+    handler = type("Handler", (_PrefixHandler,), {"prefix": prefix, "requests": requests})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}{prefix}", requests
+
+
+@pytest.fixture(scope="session")
+def corpus_url(corpus_site: Path) -> str:
+    """Base URL of the served test corpus (its base_url path is /docs/)."""
+    return _server(corpus_site, "/docs/")[0]
+
+
+@pytest.fixture(scope="session")
+def real_url(real_site: Path) -> str:
+    """Base URL of the served real site."""
+    return _server(real_site, "/")[0]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium, headless, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from the current build")

@@ -1,0 +1,143 @@
+"""Rendered pages of the small corpus, checked through an HTML parser."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from generator.build import build
+from tests.site_checks import broken_links, jsonld, policy_violations, soup
+
+ENTRY_SECTIONS = [
+    "signatures", "observations", "symptoms", "mechanism", "mistaken-for", "root-causes", "confirm",
+    "fix", "verify", "prevention", "scale", "collateral", "faq", "related", "references",
+]
+
+
+def test_entry_page_has_every_section(corpus_site: Path) -> None:
+    doc = soup(corpus_site, "failures/demo-hang/index.html")
+    for section in ENTRY_SECTIONS:
+        heading = doc.find(id=section)
+        assert heading is not None and heading.name == "h2", section
+    assert doc.select_one("h1").get_text(strip=True) == "Demo collective hangs after a rank exits"
+    glance = [dt.get_text() for dt in doc.select("dl.glance dt")]
+    assert glance == ["Fix", "Confirm first", "Proof it worked", "Caution"]
+    sigs = [pre.get_text() for pre in doc.select("pre.sig")]
+    assert sigs == ["Watchdog caught collective operation timeout: ", r"demo rank \d+ left after [\d.]+ s"]
+    assert "Search key" in doc.select(".signature")[1].select_one(".sig-kind").get_text()
+    assert doc.select_one("#fix-code-1").get_text(strip=True) == "Shell"
+
+
+def test_silent_entry_shows_fingerprint_and_no_signature_section(corpus_site: Path) -> None:
+    doc = soup(corpus_site, "failures/demo-nan/index.html")
+    assert doc.find(id="signatures") is None
+    assert doc.select_one("dl.fingerprint dt code").get_text() == "loss"
+    for absent in ("symptoms", "mistaken-for", "prevention", "scale", "collateral", "references"):
+        assert doc.find(id=absent) is None, absent
+
+
+def test_faq_leaves_out_questions_without_fields(corpus_site: Path) -> None:
+    full = [h.get_text() for h in soup(corpus_site, "failures/demo-hang/index.html").select(".faq h3")]
+    sparse = [h.get_text() for h in soup(corpus_site, "failures/demo-nan/index.html").select(".faq h3")]
+    assert len(full) == 11  # every question but the fingerprint one
+    assert "How long does it take to fix?" not in sparse
+    assert "Where is it documented?" not in sparse
+    assert "Which metric fingerprints it?" in sparse
+
+
+def test_faq_jsonld_mirrors_visible_questions(corpus_site: Path) -> None:
+    doc = soup(corpus_site, "failures/demo-hang/index.html")
+    graph = {item["@type"]: item for item in jsonld(doc)}
+    assert set(graph) == {"TechArticle", "FAQPage", "BreadcrumbList"}
+    visible = [h.get_text() for h in doc.select(".faq h3")]
+    assert [q["name"] for q in graph["FAQPage"]["mainEntity"]] == visible
+    answer = graph["FAQPage"]["mainEntity"][1]["acceptedAnswer"]["text"]
+    assert answer.startswith("It is a software problem") and "a communication failure" in answer
+    article = graph["TechArticle"]
+    assert article["headline"] == "Demo collective hangs after a rank exits"
+    assert article["dateModified"] == "2026-11-02"
+    crumbs = graph["BreadcrumbList"]["itemListElement"]
+    assert [c["position"] for c in crumbs] == [1, 2, 3, 4]
+    assert crumbs[1]["item"] == "https://example.org/docs/failures/"
+    assert "item" not in crumbs[-1]
+
+
+def test_head_metadata(corpus_site: Path) -> None:
+    doc = soup(corpus_site, "failures/demo-hang/index.html")
+    assert doc.find("link", rel="canonical")["href"] == "https://example.org/docs/failures/demo-hang/"
+    assert doc.find("meta", property="og:url")["content"] == "https://example.org/docs/failures/demo-hang/"
+    assert doc.find("meta", property="og:type")["content"] == "article"
+    edit = doc.find("a", string="Edit this page")["href"]
+    assert edit == "https://github.com/example/trainwreck/edit/main/entries/demo/demo-hang.yaml"
+    assert soup(corpus_site, "404.html").find("meta", attrs={"name": "robots"})["content"] == "noindex"
+
+
+def test_search_filters_are_marked(corpus_site: Path) -> None:
+    doc = soup(corpus_site, "failures/demo-hang/index.html")
+    filters = {(t["data-pagefind-filter"], t.get_text()) for t in doc.select("[data-pagefind-filter]")}
+    assert filters == {
+        ("category", "Communication"), ("severity", "high"), ("system", "NCCL"),
+        ("system", "PyTorch distributed"), ("tag", "Hangs"),
+    }
+
+
+def test_hub_groups_rows_and_lists_tools(corpus_site: Path) -> None:
+    doc = soup(corpus_site, "hubs/demo/index.html")
+    assert doc.select_one("#group-runtime").get_text() == "At run time"
+    rows = doc.select("table.compare tbody tr")
+    assert len(rows) == 1
+    cells = [td.get_text(" ", strip=True) for td in rows[0].find_all("td")]
+    assert cells[0] == "Watchdog caught collective operation timeout:"
+    assert cells[1] == "A peer left; the reporting rank is a bystander."
+    assert doc.select_one("dl.tools dt code").get_text() == "DEMO_DEBUG=1"
+
+
+def test_every_kind_of_page_exists(corpus_site: Path) -> None:
+    for page in [
+        "index.html", "failures/index.html", "search/index.html", "404.html", "hubs/index.html",
+        "tags/index.html", "tags/hang/index.html", "tags/nan/index.html", "categories/index.html",
+        "categories/numerics/index.html", "systems/index.html", "systems/optimizer/index.html",
+        "hubs/demo/index.html", "failures/demo-nan/index.html",
+    ]:
+        assert (corpus_site / page).is_file(), page
+
+
+def test_no_broken_internal_links(corpus_site: Path) -> None:
+    assert broken_links(corpus_site, "/docs/") == []
+
+
+def test_strict_policy_holds_on_every_page(corpus_site: Path) -> None:
+    assert policy_violations(corpus_site) == []
+
+
+def test_markdown_and_text_never_become_markup(corpus: Path, tmp_path: Path) -> None:
+    path = corpus / "entries" / "demo" / "demo-nan.yaml"
+    text = path.read_text(encoding="utf-8").replace(
+        "mechanism: An overflow propagates through the update.",
+        "mechanism: '<script>alert(1)</script> [x](javascript:alert(2)) **bold**'",
+    ).replace("title: Demo loss turns NaN", "title: Demo loss turns NaN <img src=x onerror=alert(3)>")
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    build(corpus, out, search=False)
+    page = (out / "failures/demo-nan/index.html").read_text(encoding="utf-8")
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert 'href="javascript:' not in page
+    assert "<img src=x" not in page
+    assert "<strong>bold</strong>" in page
+
+
+def test_failed_build_never_replaces_a_foreign_folder(corpus: Path, tmp_path: Path) -> None:
+    from generator.errors import BuildError
+
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    try:
+        build(corpus, foreign, search=False)
+    except BuildError as exc:
+        assert "refusing to replace" in str(exc)
+    else:
+        raise AssertionError("build replaced a folder it did not create")
+    assert (foreign / "notes.txt").read_text() == "keep me"
+    shutil.rmtree(foreign)
