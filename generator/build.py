@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from generator.search import index_site
 from generator.validate import validate_sources
 from generator.write import copy_static, staging, write_files
 
-log = logging.getLogger("trainwreck")
 # Templates and static assets ship beside the package; content may live anywhere.
 THEME = Path(__file__).resolve().parent.parent
 
@@ -42,8 +40,6 @@ def build(root: Path, out_dir: Path, *, strict: bool = False, search: bool = Tru
     """Build the site from the content under root into out_dir, replacing it only on success."""
     # Everything is gathered and checked before the first byte is written.
     catalog = load_catalog(root)
-    for warning in catalog.warnings:
-        log.warning("%s", warning)
     if strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
 

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 from pathlib import Path
 
 from generator import __version__
-from generator.errors import ContentError, StrictModeError, TrainwreckError
+from generator.errors import ContentError, Problem, StrictModeError, TrainwreckError
 
-log = logging.getLogger("trainwreck")
+
+
+def _warn(warnings: list[Problem], quiet: bool) -> None:
+    if not quiet:
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
 
 
 def find_root(start: Path) -> Path:
@@ -35,6 +39,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else root / "site"
     started = time.perf_counter()
     result = build(root, out, strict=args.strict, search=not args.no_search)
+    _warn(result.warnings, args.quiet)
     seconds = time.perf_counter() - started
     print(
         f"Built {result.pages} pages ({result.entries} entries, {result.signatures} signatures) "
@@ -48,8 +53,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from generator.build import load_catalog
 
     catalog = load_catalog(_root(args))
-    for warning in catalog.warnings:
-        log.warning("%s", warning)
+    _warn(catalog.warnings, args.quiet)
     if args.strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
@@ -97,7 +101,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainwreck", description="Build the Trainwreck failure encyclopedia.")
     p.add_argument("--version", action="version", version=f"trainwreck {__version__}")
     p.add_argument("--root", help="project folder (default: the nearest folder with site.yaml)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     b = sub.add_parser("build", help="validate the content and build the site")
@@ -131,13 +135,13 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; print errors as messages, never as tracebacks, and return the exit code."""
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.ERROR if args.quiet else logging.INFO, format="warning: %(message)s")
     try:
         return int(args.func(args))
     except ContentError as exc:
         print(exc.report(), file=sys.stderr)
         return 1
     except StrictModeError as exc:
+        _warn(exc.warnings, False)
         print(f"Aborted with {len(exc.warnings)} warning(s) in strict mode.", file=sys.stderr)
         return 1
     except TrainwreckError as exc:

@@ -233,7 +233,7 @@ class Entry(Model):
     root_causes: list[Text] = Field(min_length=1, description="Root causes (Markdown).")
     confirm: list[Check] = Field(min_length=1, description="Confirmation checklist, cheapest check first.")
     fix: Fix = Field(description="The fix.")
-    verify: Verification = Field(description="The check that proves the fix took.")
+    verify: Verification = Field(description="The check, with its expected result, that proves the fix took.")
     prevention: list[Text] = Field(default_factory=list, description="How to keep it from coming back.")
     scale: Scale | None = Field(default=None, description="How it shows at 1 GPU versus 64+ GPUs.")
     collateral: Collateral | None = Field(default=None, description="Whether it is usually a downstream report.")

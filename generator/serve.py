@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import functools
 import http.server
-import logging
 import threading
 from pathlib import Path
 
 from generator.build import build
 from generator.errors import ContentError, TrainwreckError
 
-log = logging.getLogger("trainwreck")
 WATCHED = ("entries", "hubs", "templates", "static", "tags.yaml", "site.yaml")
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - signature of the base class
-        log.debug(format, *args)
+        pass
 
 
 def _rebuild(root: Path, out_dir: Path) -> None:

@@ -1,0 +1,46 @@
+"""Signature regexes stay portable between Python and JavaScript and cannot hang a scan."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.patterns import compile_signature, regex_problem
+
+SAFE = [
+    r"NVRM: Xid \(PCI:[0-9a-f:.]+\): 13,",
+    r"ran for \d+ milliseconds before timing out",
+    r"Tried to allocate [\d.]+ [GM]iB",
+    r"(?:SHARP|CollNet) allreduce failed",
+]
+UNSAFE = {
+    r"(a+)+b": "nested unbounded quantifiers (like (a+)+) can hang a scan",
+    r"(?:\w+\s?)*x": "nested unbounded quantifiers (like (a+)+) can hang a scan",
+    r"foo(?=bar)": "only plain groups '(…)' and '(?:…)' are allowed (no look-around, named groups or inline flags)",
+    r"(?<!x)foo": "only plain groups '(…)' and '(?:…)' are allowed (no look-around, named groups or inline flags)",
+    r"(?P<n>x)": "only plain groups '(…)' and '(?:…)' are allowed (no look-around, named groups or inline flags)",
+    r"(?i)error": "only plain groups '(…)' and '(?:…)' are allowed (no look-around, named groups or inline flags)",
+    r"(ab)\1": "backreference or octal escape \\1 is not allowed",
+    r"\Aerror": "escape \\A is not in the portable subset (use \\d \\w \\s \\b or a character class)",
+    r"x{,3}y": "'{,n}' means different things in Python and JavaScript; write '{0,n}'",
+    r"a++b": "possessive quantifiers are not allowed",
+    r"[]x]": "a ']' at the start of a character class is not portable; write \\]",
+    r"x*": "matches an empty line, so it would match every line of a log",
+    r"x{2000}": "a bounded repeat above 1000 is not allowed",
+    r"(unclosed": "does not compile: missing ), unterminated subpattern",
+}
+
+
+@pytest.mark.parametrize("pattern", SAFE)
+def test_safe_patterns_pass(pattern: str) -> None:
+    assert regex_problem(pattern) is None
+
+
+@pytest.mark.parametrize("pattern,reason", UNSAFE.items())
+def test_unsafe_patterns_are_named(pattern: str, reason: str) -> None:
+    assert regex_problem(pattern) == reason
+
+
+def test_classes_are_ascii_like_javascript() -> None:
+    assert compile_signature("regex", r"rank \d+").search("rank ３") is None
+    assert compile_signature("literal", "a.b (c)").search("x a.b (c) y")
+    assert compile_signature("literal", "a.b").search("axb") is None
