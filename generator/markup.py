@@ -33,7 +33,7 @@ def highlight_code(code: str, language: str) -> str:
         lexer = get_lexer_by_name("text")
     body = highlight(code.rstrip("\n") + "\n", lexer, _FORMATTER)
     lang = html.escape(language or "text", quote=True)
-    return f'<pre class="code" data-lang="{lang}"><code class="language-{lang}">{body}</code></pre>'
+    return f'<pre class="code" tabindex="0" data-lang="{lang}"><code class="language-{lang}">{body}</code></pre>'
 
 
 def _fence(content: str, lang: str, _attrs: str) -> str:

@@ -1,0 +1,130 @@
+"""What a browser does with the built site: search, accessibility, no third-party requests, no-JS reading."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from playwright.sync_api import expect
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.browser
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
+ONE_PAGE_OF_EACH_KIND = [
+    "", "failures/", "failures/demo-hang/", "failures/demo-nan/", "hubs/", "hubs/demo/", "tags/",
+    "tags/hang/", "categories/", "categories/communication/", "systems/", "systems/nccl/", "search/?q=watchdog",
+    "404.html",
+]
+
+
+def _page(browser, **context):
+    ctx = browser.new_context(**context)
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    return ctx, page, errors
+
+
+def _axe(page) -> list[dict]:
+    # axe is injected as an inline script, so these pages are opened with bypass_csp.
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", AXE_TAGS)
+    return [{"id": v["id"], "nodes": [n["target"] for n in v["nodes"]]} for v in result["violations"]]
+
+
+def test_search_for_a_signature_lands_on_the_entry(browser, corpus_url: str) -> None:
+    ctx, page, errors = _page(browser)
+    page.goto(corpus_url)
+    page.fill("#home-q", "Watchdog caught collective")
+    page.click(".big-search button")
+    page.wait_for_selector("#search-results li a", timeout=15000)
+    assert page.locator("#search-status").inner_text().endswith("for “Watchdog caught collective”")
+    first = page.locator("#search-results li a").first
+    assert first.inner_text() == "Demo collective hangs after a rank exits"
+    first.click()
+    page.wait_for_load_state()
+    assert urlsplit(page.url).path == "/docs/failures/demo-hang/"
+    assert page.locator("h1").inner_text() == "Demo collective hangs after a rank exits"
+    assert errors == []
+    ctx.close()
+
+
+def test_search_filters_narrow_results(browser, corpus_url: str) -> None:
+    ctx, page, errors = _page(browser)
+    page.goto(corpus_url + "search/")
+    page.wait_for_selector("#search-filters fieldset", timeout=15000)
+    legends = page.locator("#search-filters legend").all_inner_texts()
+    assert legends == ["Category", "System", "Severity", "Tag"]
+    page.check("#f-category-Numerics")
+    expect(page.locator("#search-results li")).to_have_count(1)
+    assert page.locator("#search-results li a").inner_text() == "Demo loss turns NaN"
+    assert errors == []
+    ctx.close()
+
+
+@pytest.mark.parametrize("path", ONE_PAGE_OF_EACH_KIND)
+def test_axe_finds_no_violations(browser, corpus_url: str, path: str) -> None:
+    ctx, page, errors = _page(browser, bypass_csp=True)
+    page.goto(corpus_url + path)
+    if path.startswith("search/"):
+        page.wait_for_selector("#search-results li", timeout=15000)
+    assert _axe(page) == []
+    assert errors == [] or path == "404.html"
+    ctx.close()
+
+
+def test_axe_in_dark_mode_on_a_phone(browser, corpus_url: str) -> None:
+    ctx, page, _ = _page(browser, bypass_csp=True, color_scheme="dark", viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page.goto(corpus_url + "failures/demo-hang/")
+    assert _axe(page) == []
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, "the page scrolls sideways on a phone"
+    ctx.close()
+
+
+def test_theme_toggle_persists(browser, corpus_url: str) -> None:
+    ctx, page, _ = _page(browser, color_scheme="light")
+    page.goto(corpus_url)
+    toggle = page.locator(".theme-toggle")
+    assert toggle.get_attribute("aria-pressed") == "false"
+    toggle.click()
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    page.goto(corpus_url + "failures/")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert page.locator(".theme-toggle").get_attribute("aria-pressed") == "true"
+    ctx.close()
+
+
+def test_no_request_leaves_the_site(browser, corpus_url: str) -> None:
+    ctx, page, errors = _page(browser)
+    seen: list[str] = []
+    page.on("request", lambda request: seen.append(request.url))
+    for path in ("", "failures/demo-hang/", "search/?q=nan"):
+        page.goto(corpus_url + path)
+        page.wait_for_load_state("networkidle")
+    origin = urlsplit(corpus_url).netloc
+    assert seen and all(urlsplit(url).netloc == origin for url in seen), seen
+    assert errors == []
+    ctx.close()
+
+
+def test_entry_pages_read_without_javascript(browser, corpus_url: str) -> None:
+    ctx, page, _ = _page(browser, java_script_enabled=False)
+    page.goto(corpus_url + "failures/demo-hang/")
+    assert page.locator("#fix").is_visible()
+    assert page.locator("pre.sig").first.inner_text() == "Watchdog caught collective operation timeout: "
+    assert page.locator(".theme-toggle").is_hidden()
+    ctx.close()
+
+
+def test_print_hides_the_chrome(browser, corpus_url: str) -> None:
+    ctx, page, _ = _page(browser)
+    page.goto(corpus_url + "failures/demo-hang/")
+    page.emulate_media(media="print")
+    assert page.locator("header.top").evaluate("e => getComputedStyle(e).display") == "none"
+    ctx.close()
