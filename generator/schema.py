@@ -27,6 +27,8 @@ Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
 # Signature text is matched byte for byte, so its spaces are kept as written.
 PatternText = Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"\S")]
+# Real log lines can be long (a watchdog line with its WorkNCCL record runs past 300 characters).
+LogLine = Annotated[str, StringConstraints(min_length=1, max_length=4000, pattern=r"\S")]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://[^\s<>\"]+$")]
 
 
@@ -92,7 +94,7 @@ class Signature(Model):
             "or `docs:https://…`."
         )
     )
-    examples: list[Line] = Field(
+    examples: list[LogLine] = Field(
         min_length=1, description="Real-shaped log lines (rank prefixes, timestamps) the signature must match."
     )
     search_key: bool = Field(

@@ -73,3 +73,12 @@ def test_outside_a_project_is_a_message(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.startswith("error: no Trainwreck project (site.yaml and entries/)")
     assert "Traceback" not in result.stderr
+
+
+def test_committed_schemas_are_current() -> None:
+    from generator.index import json_schemas
+    from tests.conftest import ROOT
+
+    for name, schema in json_schemas().items():
+        committed = json.loads((ROOT / "schema" / name).read_text(encoding="utf-8"))
+        assert committed == schema, f"schema/{name} is stale: run `trainwreck schema --out schema`"

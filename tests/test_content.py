@@ -1,0 +1,79 @@
+"""The shipped content: builds with --strict, signatures are its own, pages are sound."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from generator.build import load_catalog
+from generator.patterns import compile_signature
+from tests.conftest import ROOT
+from tests.site_checks import broken_links, policy_violations, soup
+from tests.test_html_valid import vnu_errors
+
+STARTER = [
+    "nccl-sharp-corrupt-allreduce", "stability-divergence-no-grad-clipping", "deepspeed-zero3-stale-sync-nan-clip",
+    "pg-watchdog-timeout-shape-mismatch", "megatron-tp-rng-divergence-deadlock", "xid-13-graphics-engine-exception",
+    "precision-adam-epsilon-underflow-fp16",
+]
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(ROOT)
+
+
+def test_starter_entries_and_hubs_exist(catalog) -> None:
+    assert set(STARTER) <= set(catalog.entries)
+    assert {"nccl", "deepspeed"} <= set(catalog.hubs)
+    assert catalog.warnings == []
+
+
+def test_every_example_belongs_to_its_own_entry_only(catalog) -> None:
+    compiled = [(e.id, compile_signature(s.kind, s.pattern)) for e in catalog.entries.values() for s in e.signatures]
+    for entry in catalog.entries.values():
+        for sig in entry.signatures:
+            for example in sig.examples:
+                claimants = {eid for eid, rx in compiled if rx.search(example)}
+                assert claimants == {entry.id}, (entry.id, example, claimants)
+
+
+def test_every_signature_has_provenance_and_real_shaped_examples(catalog) -> None:
+    for entry in catalog.entries.values():
+        for sig in entry.signatures:
+            assert sig.source and sig.examples
+            if sig.kind == "regex":
+                assert ".*" not in sig.pattern, (entry.id, sig.pattern)
+
+
+def test_no_sentence_is_shared_between_entries(catalog) -> None:
+    def sentences(entry) -> set[str]:
+        text = entry.model_dump_json()
+        return {s.strip().lower() for s in re.split(r"(?<=[.!?])\s+|\\n", text) if len(s.split()) > 12}
+
+    seen: dict[str, str] = {}
+    for entry in catalog.entries.values():
+        for sentence in sentences(entry):
+            assert sentence not in seen or seen[sentence] == entry.id, (entry.id, seen.get(sentence), sentence)
+            seen[sentence] = entry.id
+
+
+def test_real_site_has_a_page_for_everything(real_site: Path, catalog) -> None:
+    for eid in catalog.entries:
+        assert (real_site / "failures" / eid / "index.html").is_file()
+    for kind, keys in (("hubs", catalog.hubs), ("tags", catalog.by_tag), ("categories", catalog.by_category), ("systems", catalog.by_system)):
+        for key in keys:
+            assert (real_site / kind / key / "index.html").is_file(), (kind, key)
+    hub = soup(real_site, "hubs/deepspeed/index.html")
+    assert hub.select("table.compare tbody tr"), "the DeepSpeed hub lists its entries"
+
+
+def test_real_site_links_and_policy(real_site: Path) -> None:
+    assert broken_links(real_site, "/") == []
+    assert policy_violations(real_site) == []
+
+
+def test_real_site_is_valid_html(real_site: Path) -> None:
+    assert vnu_errors(real_site) == ""
