@@ -25,6 +25,7 @@ class BuildResult:
     """What a build wrote."""
 
     out_dir: Path
+    base_path: str
     pages: int
     entries: int
     signatures: int
@@ -55,4 +56,4 @@ def build(root: Path, out_dir: Path, *, strict: bool = False, search: bool = Tru
             index_site(stage)
 
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
-    return BuildResult(out_dir, len(pages), len(catalog.entries), signatures, catalog.warnings)
+    return BuildResult(out_dir, catalog.site.path(), len(pages), len(catalog.entries), signatures, catalog.warnings)

@@ -14,6 +14,14 @@ WATCHED = ("entries", "hubs", "templates", "static", "tags.yaml", "site.yaml")
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
+    # Pages link to the path of base_url (e.g. /docs/), so serve the site under that prefix.
+    prefix = "/"
+
+    def translate_path(self, path: str) -> str:
+        if path.startswith(self.prefix):
+            path = "/" + path[len(self.prefix):]
+        return super().translate_path(path)
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - signature of the base class
         pass
 
@@ -30,13 +38,15 @@ def _rebuild(root: Path, out_dir: Path) -> None:
 
 def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True) -> None:
     """Build once, then serve out_dir until interrupted, rebuilding on change."""
-    build(root, out_dir)
+    result = build(root, out_dir)
     # The handler resolves the folder per request, so it follows each atomic swap.
-    handler = functools.partial(_Handler, directory=str(out_dir))
+    handler_class = type("Handler", (_Handler,), {"prefix": result.base_path})
+    handler = functools.partial(handler_class, directory=str(out_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    print(f"Serving {out_dir} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl+C to stop)", flush=True)
+    address = f"http://127.0.0.1:{server.server_address[1]}{result.base_path}"
+    print(f"Serving {out_dir} at {address} (Ctrl+C to stop)", flush=True)
     try:
         if watch:
             from watchfiles import watch as watch_changes

@@ -128,3 +128,26 @@ def test_print_hides_the_chrome(browser, corpus_url: str) -> None:
     page.emulate_media(media="print")
     assert page.locator("header.top").evaluate("e => getComputedStyle(e).display") == "none"
     ctx.close()
+
+
+@pytest.mark.parametrize("path", [
+    "", "failures/", "failures/xid-13-graphics-engine-exception/", "failures/precision-adam-epsilon-underflow-fp16/",
+    "hubs/nccl/", "hubs/deepspeed/", "tags/hang/", "systems/deepspeed/",
+])
+def test_axe_on_the_real_site(browser, real_url: str, path: str) -> None:
+    ctx, page, errors = _page(browser, bypass_csp=True)
+    page.goto(real_url + path)
+    assert _axe(page) == []
+    assert errors == []
+    ctx.close()
+
+
+def test_search_the_real_site_for_an_xid_line(browser, real_url: str) -> None:
+    ctx, page, errors = _page(browser)
+    page.goto(real_url + "search/?q=" + "NVRM Xid 13")
+    page.wait_for_selector("#search-results li a", timeout=15000)
+    page.locator("#search-results li a").first.click()
+    page.wait_for_load_state()
+    assert urlsplit(page.url).path == "/failures/xid-13-graphics-engine-exception/"
+    assert errors == []
+    ctx.close()
