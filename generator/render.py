@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import jinja2
 from markupsafe import Markup
 
-from generator.faq import FaqItem, expand_faq
+from generator.faq import expand_faq
 from generator.link import Catalog
 from generator.markup import highlight_code, plain_text, render_inline, render_markdown
 from generator.schema import Entry, Hub, HubRef
@@ -257,7 +257,7 @@ class Renderer:
             "about": [SYSTEMS[s.id].name for s in entry.systems],
             "inLanguage": self.site.language,
         }
-        jsonld = [article, self._faq_ld(faq)] if faq else [article]
+        jsonld = [article, self._faq_ld(faq_html)] if faq else [article]
         page = self._page(
             path, entry.title, entry.summary,
             [("All failures", "failures/"), (CATEGORIES[entry.category].name, f"categories/{entry.category}/"), (entry.title, path)],
@@ -277,17 +277,13 @@ class Renderer:
         )
         return path + "index.html", self._render("entry.html", context)
 
-    def _faq_ld(self, faq: list[FaqItem]) -> dict[str, Any]:
+    def _faq_ld(self, faq: list[tuple[str, Markup]]) -> dict[str, Any]:
         return {
             "@context": "https://schema.org",
             "@type": "FAQPage",
             "mainEntity": [
-                {
-                    "@type": "Question",
-                    "name": item.question,
-                    "acceptedAnswer": {"@type": "Answer", "text": plain_text(render_markdown(item.answer))},
-                }
-                for item in faq
+                {"@type": "Question", "name": question, "acceptedAnswer": {"@type": "Answer", "text": plain_text(answer)}}
+                for question, answer in faq
             ],
         }
 
