@@ -50,7 +50,9 @@ def synthetic_corpus(target: Path, copies: int) -> None:
                 copy["title"] = f"{entry['title']} (copy {k})"
                 copy["related"] = [f"{r}-copy{k}" for r in entry.get("related", []) if r in ids]
                 copy["signatures"] = [_unique(sig, k) for sig in entry.get("signatures", [])]
-            (out / f"{copy['id']}.yaml").write_text(yaml.safe_dump(copy, sort_keys=False, allow_unicode=True), encoding="utf-8")
+            (out / f"{copy['id']}.yaml").write_text(
+                yaml.safe_dump(copy, sort_keys=False, allow_unicode=True), encoding="utf-8"
+            )
 
 
 def _unique(sig: dict, k: int) -> dict:
@@ -58,7 +60,7 @@ def _unique(sig: dict, k: int) -> dict:
     tag = f"copy{k}: "
     if "literal" in sig:
         sig["literal"] = tag + sig["literal"]
-        sig["examples"] = [tag + sig["literal"][len(tag):]]
+        sig["examples"] = [tag + sig["literal"][len(tag) :]]
     else:
         match = re.search(sig["regex"], sig["examples"][0], re.ASCII)
         assert match is not None
@@ -103,7 +105,9 @@ def report(label: str, times: dict[str, float], out: Path) -> None:
     files = sum(1 for p in out.rglob("*") if p.is_file())
     baseline = times["pagefind (baseline)"]
     ours = sum(v for k, v in times.items() if k not in ("pagefind (baseline)", "pages", "entries"))
-    print(f"\n{label}: {int(times['entries'])} entries, {int(times['pages'])} pages, {files} files, {size / 1e6:.2f} MB")
+    print(
+        f"\n{label}: {int(times['entries'])} entries, {int(times['pages'])} pages, {files} files, {size / 1e6:.2f} MB"
+    )
     for stage in ("load", "validate", "link", "render", "index", "write", "pagefind (baseline)"):
         print(f"  {stage:<20} {times[stage]:7.3f} s   {times[stage] / baseline:5.2f} x pagefind")
     print(f"  {'generator total':<20} {ours:7.3f} s   {ours / baseline:5.2f} x pagefind")
@@ -118,7 +122,11 @@ def main() -> None:
         work = Path(tmp)
         report("shipped content", timed_build(ROOT, work / "real"), work / "real")
         synthetic_corpus(work / "corpus", args.copies)
-        report(f"synthetic corpus ({args.copies} copies of each entry)", timed_build(work / "corpus", work / "big"), work / "big")
+        report(
+            f"synthetic corpus ({args.copies} copies of each entry)",
+            timed_build(work / "corpus", work / "big"),
+            work / "big",
+        )
 
 
 if __name__ == "__main__":

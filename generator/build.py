@@ -46,7 +46,11 @@ def build(root: Path, out_dir: Path, *, strict: bool = False, search: bool = Tru
 
     # Render in memory: pages, the public signature index, crawler files.
     pages = render_pages(catalog, theme / "templates")
-    files: dict[str, str | bytes] = {**pages, **build_signature_index(catalog), **build_crawl_files(catalog, list(pages))}
+    files: dict[str, str | bytes] = {
+        **pages,
+        **build_signature_index(catalog),
+        **build_crawl_files(catalog, list(pages)),
+    }
 
     # Write into a staging folder; Pagefind indexes the finished pages last.
     with staging(out_dir) as stage:

@@ -12,7 +12,6 @@ from generator import __version__
 from generator.errors import ContentError, Problem, StrictModeError, TrainwreckError
 
 
-
 def _warn(warnings: list[Problem], quiet: bool) -> None:
     if not quiet:
         for warning in warnings:
@@ -57,8 +56,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
-    print(f"OK: {len(catalog.entries)} entries, {len(catalog.hubs)} hubs, {signatures} signatures, "
-          f"{len(catalog.warnings)} warning(s).")
+    print(
+        f"OK: {len(catalog.entries)} entries, {len(catalog.hubs)} hubs, {signatures} signatures, "
+        f"{len(catalog.warnings)} warning(s)."
+    )
     return 0
 
 

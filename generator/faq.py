@@ -64,9 +64,11 @@ def _production(entry: Entry, _: Catalog) -> str:
 
 
 _LAYER = {
-    "hardware": "It is a hardware problem: the fault sits in the GPU, its memory or its links, not in the training code.",
+    "hardware": "It is a hardware problem: the fault sits in the GPU, its memory or its links, "
+    "not in the training code.",
     "software": "It is a software problem: the hardware does what it is told.",
-    "configuration": "It is a configuration problem: the code and the hardware are sound, but the settings that join them disagree.",
+    "configuration": "It is a configuration problem: the code and the hardware are sound, "
+    "but the settings that join them disagree.",
     "mixed": "It can be either: the same symptom comes from software on some jobs and from hardware on others.",
 }
 
@@ -110,9 +112,14 @@ def _diagnose(entry: Entry, _: Catalog) -> str:
     keys = [s for s in entry.signatures if s.search_key]
     if exact:
         noun = "this line" if len(exact) == 1 else "these lines"
-        answer = f"Yes. `trainwreck diagnose` recognises it from {noun}:\n\n" + _bullets([_code(s.pattern) for s in exact])
+        answer = f"Yes. `trainwreck diagnose` recognises it from {noun}:\n\n" + _bullets(
+            [_code(s.pattern) for s in exact]
+        )
         if entry.collateral and entry.collateral.usually:
-            answer += "\n\nThis error is usually a downstream report, so the report ranks it below an initiating failure found in the same logs."
+            answer += (
+                "\n\nThis error is usually a downstream report: look for an earlier failure, often on "
+                "another rank, before acting on it."
+            )
         return answer
     if keys:
         return (
@@ -120,7 +127,10 @@ def _diagnose(entry: Entry, _: Catalog) -> str:
             "matched as search keys and reported with low confidence:\n\n" + _bullets([_code(s.pattern) for s in keys])
         )
     metrics = ", ".join(_code(f.metric) for f in entry.fingerprint)
-    return f"No. This failure prints no log line of its own, so no log scan can find it. Alert on {metrics} instead (see the fingerprint below)."
+    return (
+        "No. This failure prints no log line of its own, so no log scan can find it. "
+        f"Alert on {metrics} instead, as the [monitoring fingerprint](#fingerprint) describes."
+    )
 
 
 def _related(entry: Entry, catalog: Catalog) -> str | None:
@@ -154,7 +164,11 @@ def _fingerprint(entry: Entry, _: Catalog) -> str | None:
         return None
     items = []
     for f in entry.fingerprint:
-        window = f" Window: {f.window}." if f.window and not f.window.endswith(".") else (f" Window: {f.window}" if f.window else "")
+        window = (
+            f" Window: {f.window}."
+            if f.window and not f.window.endswith(".")
+            else (f" Window: {f.window}" if f.window else "")
+        )
         items.append(f"{_code(f.metric)}: {f.shape}{window}")
     return _bullets(items)
 

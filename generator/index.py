@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from generator.link import Catalog
 from generator.schema import Entry, entry_json_schema, hub_json_schema
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 API_DIR = "api/v1"
 
 
@@ -53,7 +53,9 @@ class IndexEntry(Contract):
     summary: str = Field(description="Two or three sentences on the failure.")
     category: str = Field(description="Category id.")
     severity: Literal["low", "medium", "high", "critical"] = Field(description="Severity.")
-    layer: Literal["hardware", "software", "configuration", "mixed"] = Field(description="Hardware, software, configuration or mixed.")
+    layer: Literal["hardware", "software", "configuration", "mixed"] = Field(
+        description="Hardware, software, configuration or mixed."
+    )
     phase: Literal["training", "inference", "both"] = Field(description="Training, inference or both.")
     systems: list[str] = Field(description="System ids.")
     tags: list[str] = Field(description="Tag ids.")
@@ -78,11 +80,22 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
     url = catalog.site.url(f"failures/{entry.id}/")
     return [
         IndexSignature(
-            schema_version=SCHEMA_VERSION, id=f"{entry.id}/{n}", entry=entry.id, title=entry.title, url=url,
-            kind=s.kind, pattern=s.pattern, search_key=s.search_key, severity=entry.severity,
-            category=entry.category, systems=[r.id for r in entry.systems],
-            collateral=bool(entry.collateral and entry.collateral.usually), fix=entry.fix.summary,
-            verify=entry.verify.step, source=s.source, examples=list(s.examples),
+            schema_version=SCHEMA_VERSION,
+            id=f"{entry.id}/{n}",
+            entry=entry.id,
+            title=entry.title,
+            url=url,
+            kind=s.kind,
+            pattern=s.pattern,
+            search_key=s.search_key,
+            severity=entry.severity,
+            category=entry.category,
+            systems=[r.id for r in entry.systems],
+            collateral=bool(entry.collateral and entry.collateral.usually),
+            fix=entry.fix.summary,
+            verify=entry.verify.step,
+            source=s.source,
+            examples=list(s.examples),
         )
         for n, s in enumerate(entry.signatures, start=1)
     ]
@@ -95,14 +108,27 @@ def build_signature_index(catalog: Catalog) -> dict[str, str]:
     for entry in catalog.entries.values():
         own = _signatures(entry, catalog)
         signatures.extend(own)
-        entries.append(IndexEntry(
-            id=entry.id, title=entry.title, url=catalog.site.url(f"failures/{entry.id}/"), summary=entry.summary,
-            category=entry.category, severity=entry.severity, layer=entry.layer, phase=entry.phase,
-            systems=[r.id for r in entry.systems], tags=list(entry.tags),
-            collateral=bool(entry.collateral and entry.collateral.usually), fix=entry.fix.summary,
-            verify=entry.verify.step, related=catalog.related.get(entry.id, []), signatures=[s.id for s in own],
-            fingerprint=[f.metric for f in entry.fingerprint], updated=entry.updated.isoformat(),
-        ))
+        entries.append(
+            IndexEntry(
+                id=entry.id,
+                title=entry.title,
+                url=catalog.site.url(f"failures/{entry.id}/"),
+                summary=entry.summary,
+                category=entry.category,
+                severity=entry.severity,
+                layer=entry.layer,
+                phase=entry.phase,
+                systems=[r.id for r in entry.systems],
+                tags=list(entry.tags),
+                collateral=bool(entry.collateral and entry.collateral.usually),
+                fix=entry.fix.summary,
+                verify=entry.verify.step,
+                related=catalog.related.get(entry.id, []),
+                signatures=[s.id for s in own],
+                fingerprint=[f.metric for f in entry.fingerprint],
+                updated=entry.updated.isoformat(),
+            )
+        )
     index = EntriesIndex(schema_version=SCHEMA_VERSION, site=catalog.site.base_url, entries=entries)
     # One compact object per line, so that grep finds a signature and prints everything about it.
     jsonl = "".join(json.dumps(s.model_dump(), ensure_ascii=False, sort_keys=True) + "\n" for s in signatures)
@@ -115,6 +141,7 @@ def build_signature_index(catalog: Catalog) -> dict[str, str]:
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """Return every published JSON Schema by file name."""
+
     def contract(model: type[BaseModel], title: str) -> dict[str, Any]:
         schema = model.model_json_schema()
         schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

@@ -43,10 +43,17 @@ def _stem(doc: Document) -> str:
 
 def _check_ids(validated: Validated, problems: list[Problem]) -> None:
     seen: dict[str, str] = {}
-    for item, doc in [*validated.entries, *validated.hubs]:
+    items: list[tuple[Entry | Hub, Document]] = [*validated.entries, *validated.hubs]
+    for item, doc in items:
         kind = "entry" if isinstance(item, Entry) else "hub"
         if item.id != _stem(doc):
-            problems.append(doc.problem(("id",), f"id {item.id!r} differs from the file name", f"rename the file to {item.id}.yaml or set id: {_stem(doc)}"))
+            problems.append(
+                doc.problem(
+                    ("id",),
+                    f"id {item.id!r} differs from the file name",
+                    f"rename the file to {item.id}.yaml or set id: {_stem(doc)}",
+                )
+            )
         key = f"{kind}:{item.id}"
         if key in seen:
             problems.append(doc.problem(("id",), f"duplicate {kind} id {item.id!r}", f"also used by {seen[key]}"))
@@ -76,11 +83,17 @@ def _check_references(validated: Validated, problems: list[Problem]) -> None:
             if hub is None and ref.hub in validated.hub_ids:
                 continue  # the hub file itself is broken and reported on its own
             if hub is None:
-                problems.append(doc.problem(("hubs", i, "hub"), f"no hub has id {ref.hub!r}", did_you_mean(ref.hub, hubs)))
+                problems.append(
+                    doc.problem(("hubs", i, "hub"), f"no hub has id {ref.hub!r}", did_you_mean(ref.hub, hubs))
+                )
                 continue
             groups = [g.id for g in hub.groups]
             if groups and ref.group is None:
-                problems.append(doc.problem(("hubs", i), f"hub {hub.id!r} groups its rows; give a group", f"one of: {', '.join(groups)}"))
+                problems.append(
+                    doc.problem(
+                        ("hubs", i), f"hub {hub.id!r} groups its rows; give a group", f"one of: {', '.join(groups)}"
+                    )
+                )
             elif ref.group is not None and ref.group not in groups:
                 hint = did_you_mean(ref.group, groups) if groups else f"hub {hub.id!r} defines no groups; remove it"
                 problems.append(doc.problem(("hubs", i, "group"), f"hub {hub.id!r} has no group {ref.group!r}", hint))
@@ -88,13 +101,22 @@ def _check_references(validated: Validated, problems: list[Problem]) -> None:
 
 def _check_languages(validated: Validated, problems: list[Problem]) -> None:
     for entry, doc in validated.entries:
-        blocks: list[tuple[tuple[str | int, ...], str]] = [(("confirm", i, "language"), c.language) for i, c in enumerate(entry.confirm) if c.command]
+        blocks: list[tuple[tuple[str | int, ...], str]] = [
+            (("confirm", i, "language"), c.language) for i, c in enumerate(entry.confirm) if c.command
+        ]
         blocks += [(("fix", "code", i, "language"), c.language) for i, c in enumerate(entry.fix.code)]
         if entry.verify.command:
             blocks.append((("verify", "language"), entry.verify.language))
         for loc, language in blocks:
             if language not in LANGUAGES:
-                problems.append(doc.problem(loc, f"unknown code language {language!r}", did_you_mean(language, LANGUAGES) or "use a Pygments name such as python, shell, json, yaml or text"))
+                problems.append(
+                    doc.problem(
+                        loc,
+                        f"unknown code language {language!r}",
+                        did_you_mean(language, LANGUAGES)
+                        or "use a Pygments name such as python, shell, json, yaml or text",
+                    )
+                )
 
 
 def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
@@ -107,15 +129,29 @@ def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
                 continue
             key = (sig.kind, sig.pattern)
             if key in owners and owners[key] != entry.id:
-                problems.append(doc.problem(loc, f"signature is already claimed by entry {owners[key]!r}", "each signature belongs to one entry"))
+                problems.append(
+                    doc.problem(
+                        loc,
+                        f"signature is already claimed by entry {owners[key]!r}",
+                        "each signature belongs to one entry",
+                    )
+                )
             owners.setdefault(key, entry.id)
             compiled = compile_signature(sig.kind, sig.pattern)
             for j, example in enumerate(sig.examples):
                 if not compiled.search(example):
-                    problems.append(doc.problem(("signatures", i, "examples", j), "example is not matched by its own signature", f"pattern: {sig.pattern}"))
+                    problems.append(
+                        doc.problem(
+                            ("signatures", i, "examples", j),
+                            "example is not matched by its own signature",
+                            f"pattern: {sig.pattern}",
+                        )
+                    )
 
 
-def _warnings(validated: Validated, by_tag: dict[str, list[str]], hub_rows: dict[str, list[tuple[str, HubRef]]]) -> list[Problem]:
+def _warnings(
+    validated: Validated, by_tag: dict[str, list[str]], hub_rows: dict[str, list[tuple[str, HubRef]]]
+) -> list[Problem]:
     warnings: list[Problem] = []
     if validated.tags is not None:
         tag_doc = validated.tags

@@ -84,7 +84,7 @@ class _Walker:
                 items.append(self.walk(item, child))
             return items
         value = self.loader.construct_object(node, deep=True)
-        if isinstance(value, bool) and not node.style and node.value.lower() in BOOLEAN_WORDS:
+        if isinstance(value, bool) and not getattr(node, "style", None) and node.value.lower() in BOOLEAN_WORDS:
             self.doc.boolean_words[loc] = node.value
         return value
 

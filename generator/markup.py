@@ -50,12 +50,12 @@ def _parser() -> MarkdownIt:
 
 def render_markdown(text: str) -> str:
     """Render a Markdown block to HTML."""
-    return _parser().render(text)
+    return str(_parser().render(text))
 
 
 def render_inline(text: str) -> str:
     """Render one line of Markdown without wrapping it in a paragraph."""
-    return _parser().renderInline(text)
+    return str(_parser().renderInline(text))
 
 
 _TAG = re.compile(r"<[^>]+>")

@@ -59,7 +59,7 @@ def _lexical_problem(source: str) -> str | None:
 
 
 def _closes_quantifier(source: str, index: int) -> bool:
-    return re.search(r"\{\d+(,\d*)?$", source[: index]) is not None
+    return re.search(r"\{\d+(,\d*)?$", source[:index]) is not None
 
 
 def _unbounded_inside(items: Any) -> bool:

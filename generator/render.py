@@ -160,10 +160,10 @@ def _environment(templates: Path) -> jinja2.Environment:
 def source_link(source: str) -> tuple[str, str | None]:
     """Return the display text and URL of a signature's provenance."""
     if source.startswith("docs:"):
-        url = source[len("docs:"):]
+        url = source[len("docs:") :]
         return link_label(url), url
     if source.startswith("pypi:"):
-        package, _, path = source[len("pypi:"):].partition(":")
+        package, _, path = source[len("pypi:") :].partition(":")
         name, _, version = package.partition("==")
         return f"{path} in {package}", f"https://pypi.org/project/{name}/{version}/"
     repo, _, path = source.partition(":")
@@ -194,8 +194,13 @@ class Renderer:
         self.site = catalog.site
         self.env = _environment(templates)
         self.env.globals.update(
-            site=self.site, path=self.site.path, url=self.site.url, jsonld=_jsonld, source_link=source_link,
-            highlight=lambda code, lang: Markup(highlight_code(code, lang)), link_label=link_label,
+            site=self.site,
+            path=self.site.path,
+            url=self.site.url,
+            jsonld=_jsonld,
+            source_link=source_link,
+            highlight=lambda code, lang: Markup(highlight_code(code, lang)),
+            link_label=link_label,
             system_name=lambda sid: SYSTEMS[sid].name,
         )
 
@@ -205,7 +210,12 @@ class Renderer:
         """Return the listing row of an entry."""
         e = self.catalog.entries[entry_id]
         return EntryRow(
-            e.id, e.title, e.summary, e.category, CATEGORIES[e.category].name, e.severity,
+            e.id,
+            e.title,
+            e.summary,
+            e.category,
+            CATEGORIES[e.category].name,
+            e.severity,
             [SYSTEMS[s.id].name for s in e.systems],
         )
 
@@ -259,16 +269,27 @@ class Renderer:
         }
         jsonld = [article, self._faq_ld(faq_html)] if faq else [article]
         page = self._page(
-            path, entry.title, entry.summary,
-            [("All failures", "failures/"), (CATEGORIES[entry.category].name, f"categories/{entry.category}/"), (entry.title, path)],
-            jsonld=jsonld, og_type="article",
+            path,
+            entry.title,
+            entry.summary,
+            [
+                ("All failures", "failures/"),
+                (CATEGORIES[entry.category].name, f"categories/{entry.category}/"),
+                (entry.title, path),
+            ],
+            jsonld=jsonld,
+            og_type="article",
         )
         context = EntryPageContext(
             page=page,
             entry=entry,
             faq=faq_html,
             related=[self.row(i) for i in self.catalog.related.get(entry.id, [])],
-            backlinks=[self.row(i) for i in self.catalog.backlinks.get(entry.id, []) if i not in self.catalog.related.get(entry.id, [])],
+            backlinks=[
+                self.row(i)
+                for i in self.catalog.backlinks.get(entry.id, [])
+                if i not in self.catalog.related.get(entry.id, [])
+            ],
             edit_url=self._edit_url(self.catalog.entry_paths[entry.id]),
             category_name=CATEGORIES[entry.category].name,
             systems=[(s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems],
@@ -282,7 +303,11 @@ class Renderer:
             "@context": "https://schema.org",
             "@type": "FAQPage",
             "mainEntity": [
-                {"@type": "Question", "name": question, "acceptedAnswer": {"@type": "Answer", "text": plain_text(answer)}}
+                {
+                    "@type": "Question",
+                    "name": question,
+                    "acceptedAnswer": {"@type": "Answer", "text": plain_text(answer)},
+                }
                 for question, answer in faq
             ],
         }
@@ -300,12 +325,21 @@ class Renderer:
         else:
             groups.append(HubGroupView("all", "", None, [self._hub_row(eid, ref) for eid, ref in rows]))
         page = self._page(
-            path, hub.title, hub.summary, [("Hubs", "hubs/"), (hub.title, path)],
-            jsonld=[{
-                "@context": "https://schema.org", "@type": "TechArticle", "headline": hub.title,
-                "description": hub.summary, "url": self.site.url(path), "dateModified": hub.updated.isoformat(),
-                "author": {"@type": "Organization", "name": self.site.author, "url": self.site.base_url},
-            }],
+            path,
+            hub.title,
+            hub.summary,
+            [("Hubs", "hubs/"), (hub.title, path)],
+            jsonld=[
+                {
+                    "@context": "https://schema.org",
+                    "@type": "TechArticle",
+                    "headline": hub.title,
+                    "description": hub.summary,
+                    "url": self.site.url(path),
+                    "dateModified": hub.updated.isoformat(),
+                    "author": {"@type": "Organization", "name": self.site.author, "url": self.site.base_url},
+                }
+            ],
         )
         context = HubPageContext(page, hub, groups, self._edit_url(self.catalog.hub_paths[hub.id]))
         return path + "index.html", self._render("hub.html", context)
@@ -322,30 +356,53 @@ class Renderer:
             heading, intro, ids, parent = f"Tag: {info.title}", info.description, self.catalog.by_tag[key], "Tags"
         elif kind == "categories":
             term = CATEGORIES[key]
-            heading, intro, ids, parent = f"{term.name} failures", term.description, self.catalog.by_category[key], "Categories"
+            heading, intro, ids, parent = (
+                f"{term.name} failures",
+                term.description,
+                self.catalog.by_category[key],
+                "Categories",
+            )
         else:
             term = SYSTEMS[key]
-            heading, intro, ids, parent = f"{term.name} failures", term.description, self.catalog.by_system[key], "Systems"
+            heading, intro, ids, parent = (
+                f"{term.name} failures",
+                term.description,
+                self.catalog.by_system[key],
+                "Systems",
+            )
         hubs = [(h.id, h.title) for h in self.catalog.hubs.values() if kind == "systems" and h.system == key]
         path = f"{kind}/{key}/"
         page = self._page(path, heading, intro, [(parent, f"{kind}/"), (heading, path)])
-        return path + "index.html", self._render("list.html", ListPageContext(page, heading, intro, self.rows(ids), hubs))
+        return path + "index.html", self._render(
+            "list.html", ListPageContext(page, heading, intro, self.rows(ids), hubs)
+        )
 
     def render_directory(self, kind: str) -> tuple[str, str]:
         """Render /tags/, /categories/, /systems/ or /hubs/."""
         items: list[tuple[str, str, str, int]]
         if kind == "tags":
             heading, intro = "Tags", "Every tag and how many failures carry it."
-            items = [(t, i.title, i.description, len(self.catalog.by_tag.get(t, []))) for t, i in self.catalog.tags.items() if t in self.catalog.by_tag]
+            items = [
+                (t, i.title, i.description, len(self.catalog.by_tag.get(t, [])))
+                for t, i in self.catalog.tags.items()
+                if t in self.catalog.by_tag
+            ]
         elif kind == "categories":
             heading, intro = "Categories", "Failures by the kind of thing that breaks."
-            items = [(c, CATEGORIES[c].name, CATEGORIES[c].description, len(ids)) for c, ids in self.catalog.by_category.items()]
+            items = [
+                (c, CATEGORIES[c].name, CATEGORIES[c].description, len(ids))
+                for c, ids in self.catalog.by_category.items()
+            ]
         elif kind == "systems":
             heading, intro = "Systems", "Failures by the library, runtime or hardware that reports them."
-            items = [(s, SYSTEMS[s].name, SYSTEMS[s].description, len(ids)) for s, ids in self.catalog.by_system.items()]
+            items = [
+                (s, SYSTEMS[s].name, SYSTEMS[s].description, len(ids)) for s, ids in self.catalog.by_system.items()
+            ]
         else:
             heading, intro = "Hubs", "One system's errors side by side, with the switches that tell them apart."
-            items = [(h.id, h.title, h.summary, len(self.catalog.hub_rows.get(h.id, []))) for h in self.catalog.hubs.values()]
+            items = [
+                (h.id, h.title, h.summary, len(self.catalog.hub_rows.get(h.id, []))) for h in self.catalog.hubs.values()
+            ]
         path = f"{kind}/"
         page = self._page(path, heading, intro, [(heading, path)])
         return path + "index.html", self._render("directory.html", DirectoryContext(page, heading, intro, items))
@@ -354,28 +411,58 @@ class Renderer:
         """Render the home page."""
         entries = self.catalog.entries.values()
         recent = sorted(entries, key=lambda e: (e.updated, e.id), reverse=True)[:RECENT_ENTRIES]
-        page = self._page("", self.site.title, self.site.tagline, [], jsonld=[{
-            "@context": "https://schema.org", "@type": "WebSite", "name": self.site.title, "url": self.site.base_url,
-            "description": self.site.tagline,
-        }])
+        page = self._page(
+            "",
+            self.site.title,
+            self.site.tagline,
+            [],
+            jsonld=[
+                {
+                    "@context": "https://schema.org",
+                    "@type": "WebSite",
+                    "name": self.site.title,
+                    "url": self.site.base_url,
+                    "description": self.site.tagline,
+                }
+            ],
+        )
         context = HomeContext(
             page,
             hubs=[(h.id, h.title, h.summary) for h in self.catalog.hubs.values()],
-            categories=[(c, CATEGORIES[c].name, CATEGORIES[c].description, len(ids)) for c, ids in self.catalog.by_category.items()],
+            categories=[
+                (c, CATEGORIES[c].name, CATEGORIES[c].description, len(ids))
+                for c, ids in self.catalog.by_category.items()
+            ],
             recent=[self.row(e.id) for e in recent],
-            counts={"entries": len(self.catalog.entries), "signatures": sum(len(e.signatures) for e in entries), "hubs": len(self.catalog.hubs)},
+            counts={
+                "entries": len(self.catalog.entries),
+                "signatures": sum(len(e.signatures) for e in entries),
+                "hubs": len(self.catalog.hubs),
+            },
         )
         return "index.html", self._render("home.html", context)
 
     def render_failures(self) -> tuple[str, str]:
         """Render /failures/, every entry grouped by category."""
         groups = [(c, CATEGORIES[c].name, self.rows(ids)) for c, ids in self.catalog.by_category.items()]
-        page = self._page("failures/", "All failures", f"All {len(self.catalog.entries)} failures in the encyclopedia, by category.", [("All failures", "failures/")])
-        return "failures/index.html", self._render("failures.html", FailuresContext(page, groups, len(self.catalog.entries)))
+        page = self._page(
+            "failures/",
+            "All failures",
+            f"All {len(self.catalog.entries)} failures in the encyclopedia, by category.",
+            [("All failures", "failures/")],
+        )
+        return "failures/index.html", self._render(
+            "failures.html", FailuresContext(page, groups, len(self.catalog.entries))
+        )
 
     def render_search(self) -> tuple[str, str]:
         """Render /search/."""
-        page = self._page("search/", "Search", "Search every failure by error text, system, category, severity and tag.", [("Search", "search/")])
+        page = self._page(
+            "search/",
+            "Search",
+            "Search every failure by error text, system, category, severity and tag.",
+            [("Search", "search/")],
+        )
         return "search/index.html", self._render("search.html", _Simple(page))
 
     def render_404(self) -> tuple[str, str]:

@@ -90,8 +90,7 @@ class Signature(Model):
     )
     source: Annotated[str, StringConstraints(pattern=SOURCE_PATTERN)] = Field(
         description=(
-            "Where upstream prints the text: `owner/repo:path`, `pypi:package==version:path` "
-            "or `docs:https://…`."
+            "Where upstream prints the text: `owner/repo:path`, `pypi:package==version:path` or `docs:https://…`."
         )
     )
     examples: list[LogLine] = Field(

@@ -18,8 +18,16 @@ INCLUDE_CHARACTERS = "_.:"
 def index_site(out_dir: Path) -> None:
     """Run Pagefind over out_dir, writing out_dir/pagefind/; raise BuildError if it fails."""
     command = [
-        sys.executable, "-m", "pagefind", "--site", str(out_dir), "--output-subdir", "pagefind",
-        "--include-characters", INCLUDE_CHARACTERS, "--silent",
+        sys.executable,
+        "-m",
+        "pagefind",
+        "--site",
+        str(out_dir),
+        "--output-subdir",
+        "pagefind",
+        "--include-characters",
+        INCLUDE_CHARACTERS,
+        "--silent",
     ]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)

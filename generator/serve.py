@@ -19,7 +19,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def translate_path(self, path: str) -> str:
         if path.startswith(self.prefix):
-            path = "/" + path[len(self.prefix):]
+            path = "/" + path[len(self.prefix) :]
         return super().translate_path(path)
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - signature of the base class

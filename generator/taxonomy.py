@@ -20,8 +20,7 @@ CATEGORIES: dict[str, Term] = {
     ),
     "configuration": Term(
         "Configuration",
-        "Settings, versions and launch arguments that do not agree with each other or with "
-        "the hardware.",
+        "Settings, versions and launch arguments that do not agree with each other or with the hardware.",
     ),
     "data": Term(
         "Data",
@@ -38,8 +37,7 @@ CATEGORIES: dict[str, Term] = {
     ),
     "numerics": Term(
         "Numerics",
-        "Overflow, underflow, NaN and divergence: failures that often print nothing and show "
-        "only in the metrics.",
+        "Overflow, underflow, NaN and divergence: failures that often print nothing and show only in the metrics.",
     ),
     "performance": Term(
         "Performance",
@@ -53,9 +51,7 @@ CATEGORIES: dict[str, Term] = {
 
 SYSTEMS: dict[str, Term] = {
     "nccl": Term("NCCL", "NVIDIA's collective communication library."),
-    "infiniband": Term(
-        "InfiniBand and SHARP", "The RDMA fabric, its NICs and in-network reduction."
-    ),
+    "infiniband": Term("InfiniBand and SHARP", "The RDMA fabric, its NICs and in-network reduction."),
     "pytorch": Term("PyTorch", "The PyTorch core: tensors, autograd and the CUDA caching allocator."),
     "pytorch-distributed": Term(
         "PyTorch distributed", "torch.distributed: c10d process groups, stores and the NCCL watchdog."
@@ -74,9 +70,7 @@ SYSTEMS: dict[str, Term] = {
     "tokenizers": Term("Tokenizers", "Hugging Face Tokenizers."),
     "vllm": Term("vLLM", "The vLLM inference engine."),
     "dataloader": Term("DataLoader", "torch.utils.data loaders, workers and shared memory."),
-    "mixed-precision": Term(
-        "Mixed precision", "fp16 and bf16 training: loss scaling, autocast and optimizer state."
-    ),
+    "mixed-precision": Term("Mixed precision", "fp16 and bf16 training: loss scaling, autocast and optimizer state."),
     "optimizer": Term("Optimizers", "Adam and friends, gradient clipping and learning-rate schedules."),
     "checkpointing": Term("Checkpointing", "Saving and loading model and optimizer state."),
     "torch-compile": Term("torch.compile", "TorchDynamo, Inductor and Triton code generation."),

@@ -109,8 +109,17 @@ def _describe(error: Any, model: type[BaseModel], doc: Document) -> tuple[str, s
         return f"needs at least {ctx.get('min_length', 1)} item(s)", ""
     if kind == "string_too_long":
         return f"is longer than {ctx.get('max_length')} characters", ""
-    if kind in ("string_type", "list_type", "dict_type", "model_type", "bool_type", "date_from_datetime_parsing",
-                "date_parsing", "date_type", "model_attributes_type"):
+    if kind in (
+        "string_type",
+        "list_type",
+        "dict_type",
+        "model_type",
+        "bool_type",
+        "date_from_datetime_parsing",
+        "date_parsing",
+        "date_type",
+        "model_attributes_type",
+    ):
         expected = {
             "string_type": "text",
             "list_type": "a list",

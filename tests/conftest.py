@@ -17,8 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "corpus"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -55,7 +60,7 @@ class _PrefixHandler(http.server.SimpleHTTPRequestHandler):
     def translate_path(self, path: str) -> str:
         self.requests.append(path)
         if path.startswith(self.prefix):
-            path = "/" + path[len(self.prefix):]
+            path = "/" + path[len(self.prefix) :]
         return super().translate_path(path)
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002

@@ -31,7 +31,7 @@ def broken_links(site: Path, prefix: str) -> list[str]:
             if not parts.path:
                 target = page
             elif parts.path.startswith(prefix):
-                target = site / parts.path[len(prefix):]
+                target = site / parts.path[len(prefix) :]
                 if parts.path.endswith("/"):
                     target = target / "index.html"
             else:
@@ -64,7 +64,9 @@ def policy_violations(site: Path) -> list[str]:
         if doc.find(attrs={"style": True}) or doc.find("style"):
             found.append(f"{name}: inline style")
         for tag in doc.find_all(["script", "link", "img", "iframe"]):
-            ref = tag.get("src") or (tag.get("href") if tag.name == "link" and tag.get("rel") != ["canonical"] else None)
+            ref = tag.get("src") or (
+                tag.get("href") if tag.name == "link" and tag.get("rel") != ["canonical"] else None
+            )
             if ref and ref.startswith(("http://", "https://", "//")):
                 found.append(f"{name}: third-party asset {ref}")
     return found

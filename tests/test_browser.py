@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-
 from playwright.sync_api import expect
 
 from tests.conftest import ROOT
@@ -15,8 +13,19 @@ pytestmark = pytest.mark.browser
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
 ONE_PAGE_OF_EACH_KIND = [
-    "", "failures/", "failures/demo-hang/", "failures/demo-nan/", "hubs/", "hubs/demo/", "tags/",
-    "tags/hang/", "categories/", "categories/communication/", "systems/", "systems/nccl/", "search/?q=watchdog",
+    "",
+    "failures/",
+    "failures/demo-hang/",
+    "failures/demo-nan/",
+    "hubs/",
+    "hubs/demo/",
+    "tags/",
+    "tags/hang/",
+    "categories/",
+    "categories/communication/",
+    "systems/",
+    "systems/nccl/",
+    "search/?q=watchdog",
     "404.html",
 ]
 
@@ -79,7 +88,14 @@ def test_axe_finds_no_violations(browser, corpus_url: str, path: str) -> None:
 
 
 def test_axe_in_dark_mode_on_a_phone(browser, corpus_url: str) -> None:
-    ctx, page, _ = _page(browser, bypass_csp=True, color_scheme="dark", viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    ctx, page, _ = _page(
+        browser,
+        bypass_csp=True,
+        color_scheme="dark",
+        viewport={"width": 390, "height": 844},
+        is_mobile=True,
+        has_touch=True,
+    )
     page.goto(corpus_url + "failures/demo-hang/")
     assert _axe(page) == []
     width = page.evaluate("document.documentElement.scrollWidth")
@@ -130,10 +146,19 @@ def test_print_hides_the_chrome(browser, corpus_url: str) -> None:
     ctx.close()
 
 
-@pytest.mark.parametrize("path", [
-    "", "failures/", "failures/xid-13-graphics-engine-exception/", "failures/precision-adam-epsilon-underflow-fp16/",
-    "hubs/nccl/", "hubs/deepspeed/", "tags/hang/", "systems/deepspeed/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",
+        "failures/",
+        "failures/xid-13-graphics-engine-exception/",
+        "failures/precision-adam-epsilon-underflow-fp16/",
+        "hubs/nccl/",
+        "hubs/deepspeed/",
+        "tags/hang/",
+        "systems/deepspeed/",
+    ],
+)
 def test_axe_on_the_real_site(browser, real_url: str, path: str) -> None:
     ctx, page, errors = _page(browser, bypass_csp=True)
     page.goto(real_url + path)

@@ -62,14 +62,20 @@ def test_every_model_field_is_documented() -> None:
 
     from generator import index, schema
 
-    models = [m for mod in (schema, index) for m in vars(mod).values()
-              if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == mod.__name__]
+    models = [
+        m
+        for mod in (schema, index)
+        for m in vars(mod).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == mod.__name__
+    ]
     undocumented = [f"{m.__name__}.{n}" for m in models for n, f in m.model_fields.items() if not f.description]
     assert undocumented == []
 
 
 def test_outside_a_project_is_a_message(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "generator", "validate"], cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "validate"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert result.returncode == 1
     assert result.stderr.startswith("error: no Trainwreck project (site.yaml and entries/)")
     assert "Traceback" not in result.stderr

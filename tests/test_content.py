@@ -14,8 +14,12 @@ from tests.site_checks import broken_links, policy_violations, soup
 from tests.test_html_valid import vnu_errors
 
 STARTER = [
-    "nccl-sharp-corrupt-allreduce", "stability-divergence-no-grad-clipping", "deepspeed-zero3-stale-sync-nan-clip",
-    "pg-watchdog-timeout-shape-mismatch", "megatron-tp-rng-divergence-deadlock", "xid-13-graphics-engine-exception",
+    "nccl-sharp-corrupt-allreduce",
+    "stability-divergence-no-grad-clipping",
+    "deepspeed-zero3-stale-sync-nan-clip",
+    "pg-watchdog-timeout-shape-mismatch",
+    "megatron-tp-rng-divergence-deadlock",
+    "xid-13-graphics-engine-exception",
     "precision-adam-epsilon-underflow-fp16",
 ]
 
@@ -63,7 +67,12 @@ def test_no_sentence_is_shared_between_entries(catalog) -> None:
 def test_real_site_has_a_page_for_everything(real_site: Path, catalog) -> None:
     for eid in catalog.entries:
         assert (real_site / "failures" / eid / "index.html").is_file()
-    for kind, keys in (("hubs", catalog.hubs), ("tags", catalog.by_tag), ("categories", catalog.by_category), ("systems", catalog.by_system)):
+    for kind, keys in (
+        ("hubs", catalog.hubs),
+        ("tags", catalog.by_tag),
+        ("categories", catalog.by_category),
+        ("systems", catalog.by_system),
+    ):
         for key in keys:
             assert (real_site / kind / key / "index.html").is_file(), (kind, key)
     hub = soup(real_site, "hubs/deepspeed/index.html")

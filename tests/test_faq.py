@@ -11,8 +11,19 @@ from tests.conftest import CORPUS
 
 @pytest.mark.parametrize(
     "word,expected",
-    [("communication", "a"), ("hardware", "a"), ("optimizer", "an"), ("NCCL", "an"), ("CUDA", "a"),
-     ("MPI", "an"), ("HBM", "an"), ("unified", "a"), ("hour", "an"), ("unsafe", "an"), ("memory", "a")],
+    [
+        ("communication", "a"),
+        ("hardware", "a"),
+        ("optimizer", "an"),
+        ("NCCL", "an"),
+        ("CUDA", "a"),
+        ("MPI", "an"),
+        ("HBM", "an"),
+        ("unified", "a"),
+        ("hour", "an"),
+        ("unsafe", "an"),
+        ("memory", "a"),
+    ],
 )
 def test_article_follows_sound(word: str, expected: str) -> None:
     assert article(word) == expected
@@ -50,11 +61,19 @@ def test_diagnose_answer_depends_on_signatures() -> None:
 
 def test_missing_fields_leave_questions_out() -> None:
     faq = _faq("demo-nan")
-    for question in ("How long does it take to fix?", "Will it come back after the fix?",
-                     "How does it change from 1 GPU to 1,000?", "Where is it documented?", "Is there code to fix it?"):
+    for question in (
+        "How long does it take to fix?",
+        "Will it come back after the fix?",
+        "How does it change from 1 GPU to 1,000?",
+        "Where is it documented?",
+        "Is there code to fix it?",
+    ):
         assert question not in faq
     assert list(faq) == [
-        "How does this failure show up in production?", "Is it a hardware or a software problem?",
-        "Does it hit training, inference or both?", "What is the cheapest way to confirm it?",
-        "Does trainwreck diagnose detect it automatically?", "Which metric fingerprints it?",
+        "How does this failure show up in production?",
+        "Is it a hardware or a software problem?",
+        "Does it hit training, inference or both?",
+        "What is the cheapest way to confirm it?",
+        "Does trainwreck diagnose detect it automatically?",
+        "Which metric fingerprints it?",
     ]

@@ -13,7 +13,9 @@ VNU = ROOT / "node_modules" / "vnu-jar" / "build" / "dist" / "vnu.jar"
 def vnu_errors(site: Path) -> str:
     result = subprocess.run(
         ["java", "-jar", str(VNU), "--errors-only", "--skip-non-html", str(site)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     return (result.stdout + result.stderr).strip() if result.returncode else ""
 

@@ -48,7 +48,9 @@ def test_schema_rejects_a_record_with_a_missing_field(corpus_site: Path) -> None
 def test_grep_answers_a_question(corpus_site: Path) -> None:
     out = subprocess.run(
         ["grep", "-i", "watchdog caught", str(corpus_site / "api/v1/signatures.jsonl")],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     assert len(out) == 1
     record = json.loads(out[0])

@@ -33,7 +33,9 @@ def test_unquoted_boolean_words_are_remembered(tmp_path: Path) -> None:
 
 def test_unreadable_inputs_are_problems_not_exceptions(tmp_path: Path) -> None:
     assert str(_load(tmp_path, "")[1][0]) == "entries/e.yaml:1:1: file is empty"
-    assert str(_load(tmp_path, "- a\n- b\n")[1][0]) == "entries/e.yaml:1:1: expected a mapping of fields at the top level"
+    assert (
+        str(_load(tmp_path, "- a\n- b\n")[1][0]) == "entries/e.yaml:1:1: expected a mapping of fields at the top level"
+    )
     assert str(_load(tmp_path, b"id: \xff\n")[1][0]) == "entries/e.yaml: file is not UTF-8 (byte 4)"
     assert str(_load(tmp_path, "a: [1,\n")[1][0]).startswith("entries/e.yaml:2:1: invalid YAML:")
     assert "larger than" in str(_load(tmp_path, "a: " + "x" * (1 << 20))[1][0])

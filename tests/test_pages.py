@@ -9,8 +9,21 @@ from generator.build import build
 from tests.site_checks import broken_links, jsonld, policy_violations, soup
 
 ENTRY_SECTIONS = [
-    "signatures", "observations", "symptoms", "mechanism", "mistaken-for", "root-causes", "confirm",
-    "fix", "verify", "prevention", "scale", "collateral", "faq", "related", "references",
+    "signatures",
+    "observations",
+    "symptoms",
+    "mechanism",
+    "mistaken-for",
+    "root-causes",
+    "confirm",
+    "fix",
+    "verify",
+    "prevention",
+    "scale",
+    "collateral",
+    "faq",
+    "related",
+    "references",
 ]
 
 
@@ -76,8 +89,11 @@ def test_search_filters_are_marked(corpus_site: Path) -> None:
     doc = soup(corpus_site, "failures/demo-hang/index.html")
     filters = {(t["data-pagefind-filter"], t.get_text()) for t in doc.select("[data-pagefind-filter]")}
     assert filters == {
-        ("category", "Communication"), ("severity", "high"), ("system", "NCCL"),
-        ("system", "PyTorch distributed"), ("tag", "Hangs"),
+        ("category", "Communication"),
+        ("severity", "high"),
+        ("system", "NCCL"),
+        ("system", "PyTorch distributed"),
+        ("tag", "Hangs"),
     }
 
 
@@ -94,10 +110,20 @@ def test_hub_groups_rows_and_lists_tools(corpus_site: Path) -> None:
 
 def test_every_kind_of_page_exists(corpus_site: Path) -> None:
     for page in [
-        "index.html", "failures/index.html", "search/index.html", "404.html", "hubs/index.html",
-        "tags/index.html", "tags/hang/index.html", "tags/nan/index.html", "categories/index.html",
-        "categories/numerics/index.html", "systems/index.html", "systems/optimizer/index.html",
-        "hubs/demo/index.html", "failures/demo-nan/index.html",
+        "index.html",
+        "failures/index.html",
+        "search/index.html",
+        "404.html",
+        "hubs/index.html",
+        "tags/index.html",
+        "tags/hang/index.html",
+        "tags/nan/index.html",
+        "categories/index.html",
+        "categories/numerics/index.html",
+        "systems/index.html",
+        "systems/optimizer/index.html",
+        "hubs/demo/index.html",
+        "failures/demo-nan/index.html",
     ]:
         assert (corpus_site / page).is_file(), page
 
@@ -112,10 +138,14 @@ def test_strict_policy_holds_on_every_page(corpus_site: Path) -> None:
 
 def test_markdown_and_text_never_become_markup(corpus: Path, tmp_path: Path) -> None:
     path = corpus / "entries" / "demo" / "demo-nan.yaml"
-    text = path.read_text(encoding="utf-8").replace(
-        "mechanism: An overflow propagates through the update.",
-        "mechanism: '<script>alert(1)</script> [x](javascript:alert(2)) **bold**'",
-    ).replace("title: Demo loss turns NaN", "title: Demo loss turns NaN <img src=x onerror=alert(3)>")
+    text = (
+        path.read_text(encoding="utf-8")
+        .replace(
+            "mechanism: An overflow propagates through the update.",
+            "mechanism: '<script>alert(1)</script> [x](javascript:alert(2)) **bold**'",
+        )
+        .replace("title: Demo loss turns NaN", "title: Demo loss turns NaN <img src=x onerror=alert(3)>")
+    )
     path.write_text(text, encoding="utf-8")
     out = tmp_path / "out"
     build(corpus, out, search=False)

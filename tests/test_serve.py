@@ -38,7 +38,9 @@ def test_serve_rebuilds_on_change_and_survives_a_broken_edit(corpus: Path, tmp_p
     out = tmp_path / "served"
     proc = subprocess.Popen(
         [sys.executable, "-m", "generator", "--root", str(corpus), "serve", "--port", str(port), "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}/docs/failures/demo-nan/"
     try:
