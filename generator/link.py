@@ -154,10 +154,13 @@ def _warnings(
 ) -> list[Problem]:
     warnings: list[Problem] = []
     if validated.tags is not None:
-        tag_doc = validated.tags
-        for tag in tag_doc.tags:
+        for tag in validated.tags.tags:
             if not by_tag.get(tag):
-                warnings.append(Problem("tags.yaml", 0, 0, f"tags.{tag}", "tag is used by no entry"))
+                warnings.append(
+                    validated.tags_doc.problem(
+                        ("tags", tag), "tag is used by no entry", "remove it or tag an entry with it"
+                    )
+                )
     for hub, doc in validated.hubs:
         if not hub_rows.get(hub.id):
             warnings.append(doc.problem(("id",), "no entry lists this hub"))

@@ -173,6 +173,7 @@ class Validated(typing.NamedTuple):
     problems: list[Problem]
     entry_ids: frozenset[str]
     hub_ids: frozenset[str]
+    tags_doc: Document
 
 
 def validate_sources(sources: Sources) -> Validated:
@@ -193,7 +194,7 @@ def validate_sources(sources: Sources) -> Validated:
     hubs = [(h, d) for d in sources.hubs if (h := check(Hub, d)) is not None]
     # Ids of files that failed validation still count, so one broken file does not cascade
     # into "no entry has id" errors in every file that links to it.
-    return Validated(site, tags, entries, hubs, problems, _ids(sources.entries), _ids(sources.hubs))
+    return Validated(site, tags, entries, hubs, problems, _ids(sources.entries), _ids(sources.hubs), sources.tags)
 
 
 def _ids(docs: list[Document]) -> frozenset[str]:

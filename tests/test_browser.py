@@ -83,7 +83,7 @@ def test_axe_finds_no_violations(browser, corpus_url: str, path: str) -> None:
     if path.startswith("search/"):
         page.wait_for_selector("#search-results li", timeout=15000)
     assert _axe(page) == []
-    assert errors == [] or path == "404.html"
+    assert errors == []
     ctx.close()
 
 

@@ -88,3 +88,12 @@ def test_committed_schemas_are_current() -> None:
     for name, schema in json_schemas().items():
         committed = json.loads((ROOT / "schema" / name).read_text(encoding="utf-8"))
         assert committed == schema, f"schema/{name} is stale: run `trainwreck schema --out schema`"
+
+
+def test_unused_tag_is_a_located_warning(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tags = corpus / "tags.yaml"
+    tags.write_text(tags.read_text() + "  lonely:\n    title: Lonely\n    description: Used by nothing.\n")
+    assert main(["--root", str(corpus), "validate", "--strict"]) == 1
+    err = capsys.readouterr().err
+    expected = "warning: tags.yaml:8:3: tags.lonely: tag is used by no entry (hint: remove it or tag an entry with it)"
+    assert expected in err
