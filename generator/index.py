@@ -42,6 +42,10 @@ class IndexSignature(Contract):
     verify: str = Field(description="How to prove the fix took, in Markdown.")
     source: str = Field(description="Where upstream prints the text.")
     examples: list[str] = Field(description="Log lines the signature is known to match.")
+    overlaps: list[str] = Field(
+        description="Entries whose signatures also match this signature's examples on purpose; "
+        "when both match a line, the more specific (longer) pattern should rank first."
+    )
 
 
 class IndexEntry(Contract):
@@ -96,6 +100,7 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
             verify=entry.verify.step,
             source=s.source,
             examples=list(s.examples),
+            overlaps=list(s.overlaps),
         )
         for n, s in enumerate(entry.signatures, start=1)
     ]

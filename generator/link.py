@@ -149,6 +149,42 @@ def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
                     )
 
 
+def _check_overlaps(validated: Validated, problems: list[Problem]) -> None:
+    """Every example must be matched by its own entry only, unless the overlap is declared."""
+    compiled = [
+        (entry.id, (sig.kind, sig.pattern), compile_signature(sig.kind, sig.pattern))
+        for entry, _ in validated.entries
+        for sig in entry.signatures
+        if sig.kind == "literal" or regex_problem(sig.pattern) is None
+    ]
+    for entry, doc in validated.entries:
+        for i, sig in enumerate(entry.signatures):
+            own = (sig.kind, sig.pattern)
+            for j, example in enumerate(sig.examples):
+                # An identical signature in another entry is reported once, as a duplicate claim.
+                others = sorted(
+                    {eid for eid, key, rx in compiled if eid != entry.id and key != own and rx.search(example)}
+                )
+                undeclared = [eid for eid in others if eid not in sig.overlaps]
+                if undeclared:
+                    problems.append(
+                        doc.problem(
+                            ("signatures", i, "examples", j),
+                            f"example is also matched by entry {', '.join(map(repr, undeclared))}",
+                            "make one of the signatures more specific, or list the entry in this signature's overlaps",
+                        )
+                    )
+            for k, other in enumerate(sig.overlaps):
+                if other not in validated.entry_ids:
+                    problems.append(
+                        doc.problem(
+                            ("signatures", i, "overlaps", k),
+                            f"no entry has id {other!r}",
+                            did_you_mean(other, validated.entry_ids),
+                        )
+                    )
+
+
 def _warnings(
     validated: Validated, by_tag: dict[str, list[str]], hub_rows: dict[str, list[tuple[str, HubRef]]]
 ) -> list[Problem]:
@@ -197,6 +233,7 @@ def link_catalog(validated: Validated) -> Catalog:
     _check_references(validated, problems)
     _check_signatures(validated, problems)
     _check_languages(validated, problems)
+    _check_overlaps(validated, problems)
     if problems or validated.site is None or validated.tags is None:
         raise ContentError(problems)
 

@@ -104,6 +104,13 @@ class Signature(Model):
         ),
     )
     note: Line | None = Field(default=None, description="What this particular line tells the reader.")
+    overlaps: list[Id] = Field(
+        default_factory=list,
+        description=(
+            "Entries whose signatures also match these examples, on purpose (a generic line that a more "
+            "specific entry refines). Undeclared overlaps are errors."
+        ),
+    )
 
     @model_validator(mode="after")
     def _one_pattern(self) -> Signature:
