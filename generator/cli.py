@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -97,6 +98,40 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_refresh(args: argparse.Namespace) -> int:
+    """Rewrite the committed derived files: schema/ and the packaged signature index."""
+    from generator.build import THEME, load_catalog
+    from generator.index import API_DIR, build_signature_index, json_schemas
+
+    catalog = load_catalog(_root(args))
+    files = build_signature_index(catalog)
+    packaged = THEME / "generator" / "data" / "signatures.jsonl"
+    packaged.write_text(files[f"{API_DIR}/signatures.jsonl"], encoding="utf-8")
+    for name, schema in json_schemas().items():
+        (THEME / "schema" / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"Wrote {packaged.relative_to(THEME)} and {len(json_schemas())} schemas in schema/.")
+    return 0
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    """Diagnose logs against the signature index."""
+    from generator.diagnose.run import diagnose, render_text
+
+    report, problems = diagnose(args.paths, Path(args.index) if args.index else None, args.engine)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if report.inputs:
+        print(report.model_dump_json(indent=2) if args.json else render_text(report))
+    if args.redact:
+        from generator.diagnose.redact import write_excerpt
+
+        write_excerpt(report, Path(args.redact))
+        print(f"Wrote a redacted excerpt to {args.redact}", file=sys.stderr)
+    if problems:
+        return 2
+    return 1 if any(f.role != "note" for f in report.findings) else 0
+
+
 def parser() -> argparse.ArgumentParser:
     """Return the argument parser."""
     p = argparse.ArgumentParser(prog="trainwreck", description="Build the Trainwreck failure encyclopedia.")
@@ -126,6 +161,23 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--no-watch", action="store_true", help="do not rebuild on change")
     s.set_defaults(func=cmd_serve)
 
+    d = sub.add_parser(
+        "diagnose",
+        help="match logs against the signature index and report the failure",
+        description="Exit status: 0 no known failure, 1 a failure found, 2 bad usage or unreadable input.",
+    )
+    d.add_argument("paths", nargs="+", metavar="LOG", help="files, folders, globs, .gz files, or - for standard input")
+    d.add_argument("--json", action="store_true", help="print the versioned JSON report")
+    d.add_argument("--index", help="signatures.jsonl to use (default: the copy shipped with the tool)")
+    d.add_argument("--engine", default="auto", choices=["auto", "hyperscan", "literal"], help="candidate matcher")
+    d.add_argument(
+        "--redact", metavar="FILE", help="also write a shareable excerpt with hosts, IPs, users and tokens masked"
+    )
+    d.set_defaults(func=cmd_diagnose)
+
+    r = sub.add_parser("refresh", help="rewrite schema/ and the packaged signature index from the entries")
+    r.set_defaults(func=cmd_refresh)
+
     sc = sub.add_parser("schema", help="print the JSON Schema of entries (or write all schemas)")
     sc.add_argument("which", nargs="?", default="entry", choices=["entry", "hub", "entries", "signature"])
     sc.add_argument("--out", help="write every schema into this folder")
@@ -150,3 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader (head, less) went away; that is not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

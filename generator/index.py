@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from generator.link import Catalog
+from generator.patterns import required_literal
 from generator.schema import Entry, entry_json_schema, hub_json_schema
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -42,6 +43,10 @@ class IndexSignature(Contract):
     verify: str = Field(description="How to prove the fix took, in Markdown.")
     source: str = Field(description="Where upstream prints the text.")
     examples: list[str] = Field(description="Log lines the signature is known to match.")
+    required: str = Field(
+        description="Text every match contains (case-sensitive), so a scanner can skip lines without it; "
+        "empty when the pattern has none."
+    )
     overlaps: list[str] = Field(
         description="Entries whose signatures also match this signature's examples on purpose; "
         "when both match a line, the more specific (longer) pattern should rank first."
@@ -101,6 +106,7 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
             source=s.source,
             examples=list(s.examples),
             overlaps=list(s.overlaps),
+            required=required_literal(s.kind, s.pattern),
         )
         for n, s in enumerate(entry.signatures, start=1)
     ]

@@ -122,3 +122,23 @@ def regex_problem(source: str) -> str | None:
 def compile_signature(kind: str, pattern: str) -> re.Pattern[str]:
     """Compile a signature the way every consumer of the index must: ASCII classes, case-sensitive."""
     return re.compile(re.escape(pattern) if kind == "literal" else pattern, re.ASCII)
+
+
+def required_literal(kind: str, pattern: str) -> str:
+    """Return the longest text every match must contain, so scanners can skip lines that lack it."""
+    if kind == "literal":
+        return pattern
+    best, run = "", ""
+    for op, arg in sre_parse.parse(pattern, re.ASCII):
+        if op == sre_constants.LITERAL:
+            run += chr(arg)
+            continue
+        if len(run) > len(best):
+            best = run
+        run = ""
+        # A group that must match once contributes its own required text only when it is a plain sequence.
+        if op == sre_constants.SUBPATTERN:
+            inner = "".join(chr(a) for o, a in arg[3] if o == sre_constants.LITERAL)
+            if len(inner) == len(arg[3]) and len(inner) > len(best):
+                best = inner
+    return run if len(run) > len(best) else best

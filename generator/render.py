@@ -465,6 +465,16 @@ class Renderer:
         )
         return "search/index.html", self._render("search.html", _Simple(page))
 
+    def render_diagnose(self) -> tuple[str, str]:
+        """Render /diagnose/, the in-browser log scanner."""
+        page = self._page(
+            "diagnose/",
+            "Diagnose a log",
+            "Paste a training or inference log and match it against every known failure, in your browser.",
+            [("Diagnose a log", "diagnose/")],
+        )
+        return "diagnose/index.html", self._render("diagnose.html", _Simple(page))
+
     def render_404(self) -> tuple[str, str]:
         """Render /404.html."""
         page = Page("404.html", "Page not found", "This page does not exist.", [], indexable=False)
@@ -479,7 +489,7 @@ class _Simple:
 def render_pages(catalog: Catalog, templates: Path) -> dict[str, str]:
     """Render every HTML page; return output path to HTML, in a stable order."""
     r = Renderer(catalog, templates)
-    pages = [r.render_home(), r.render_failures(), r.render_search(), r.render_404()]
+    pages = [r.render_home(), r.render_failures(), r.render_search(), r.render_diagnose(), r.render_404()]
     pages += [r.render_entry(e) for e in catalog.entries.values()]
     pages += [r.render_hub(h) for h in catalog.hubs.values()]
     pages += [r.render_list("tags", t) for t in catalog.by_tag]

@@ -1,0 +1,1 @@
+"""Diagnose logs against the signature index: stream, match, attribute, rank, report."""

@@ -1,0 +1,112 @@
+// The /diagnose/ page: hands pasted text or chosen files to a worker and renders its report.
+// Log text is only ever inserted with textContent, never as HTML.
+const app = document.getElementById("diagnose-app");
+const status = document.getElementById("diagnose-status");
+const progress = document.getElementById("diagnose-progress");
+const result = document.getElementById("diagnosis-result");
+const json = document.getElementById("diagnosis-json");
+const ROLE = { initiating: "Initiating failure", independent: "Also found", collateral: "Collateral", note: "Note" };
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = text;
+  if (className) node.className = className;
+  return node;
+}
+
+function where(e) {
+  const parts = [`${e.file}:${e.line}`];
+  if (e.rank !== null) parts.push(`rank ${e.rank}`);
+  if (e.host) parts.push(e.host);
+  if (e.time) parts.push(e.time);
+  return parts.join(", ");
+}
+
+function renderFinding(f) {
+  const item = el("li", null, `finding role-${f.role}`);
+  item.dataset.entry = f.entry;
+  item.dataset.role = f.role;
+  const heading = el("h3");
+  heading.append(el("span", ROLE[f.role], "role"), " ");
+  const link = el("a", f.title);
+  link.href = f.url.replace(/^https?:\/\/[^/]+/, "");
+  heading.append(link);
+  item.append(heading);
+  const ranks = f.ranks.length ? `ranks ${f.ranks.join(", ")}` : "rank unknown";
+  item.append(el("p", `${f.severity} severity · ${f.confidence} confidence · ${f.count} matching line${f.count === 1 ? "" : "s"} · ${ranks} · first at ${where(f.first)}`, "meta"));
+  const pre = el("pre", null, "log");
+  pre.tabIndex = 0;
+  pre.append(el("code", f.evidence.map((e) => `${where(e)}: ${e.text}`).join("\n")));
+  item.append(pre);
+  if (f.role === "initiating" || f.role === "independent") {
+    item.append(el("p", `Fix: ${f.fix}`, "fix"), el("p", `Verify: ${f.verify}`, "verify"));
+  }
+  return item;
+}
+
+function render(report, problems) {
+  result.replaceChildren();
+  const summary = el("h2", report.initiating
+    ? `Most likely cause${report.initiating_rank !== null ? ` on rank ${report.initiating_rank}` : ""}: ${report.initiating.title}`
+    : report.findings.length ? "No initiating failure found; what the logs show is below." : "No known failure found.");
+  result.append(summary);
+  result.append(el("p", `Scanned ${report.inputs.length} log(s), ${report.lines.toLocaleString("en")} lines.`));
+  if (problems.length) {
+    const list = el("ul", null, "problems");
+    problems.forEach((p) => list.append(el("li", p)));
+    result.append(list);
+  }
+  const findings = el("ol", null, "findings");
+  report.findings.forEach((f) => findings.append(renderFinding(f)));
+  result.append(findings);
+  if (report.missing.length) {
+    result.append(el("h2", "What would settle it"));
+    const list = el("ul", null, "missing");
+    report.missing.forEach((m) => list.append(el("li", m)));
+    result.append(list);
+  }
+  json.textContent = JSON.stringify({ report, problems });
+  result.hidden = false;
+}
+
+function run(message) {
+  const worker = new Worker(app.dataset.worker, { type: "module" });
+  status.textContent = "Scanning…";
+  progress.hidden = false;
+  progress.value = 0;
+  worker.onmessage = (event) => {
+    const data = event.data;
+    if (data.type === "progress") {
+      progress.value = Math.round((100 * data.done) / Math.max(data.total, 1));
+    } else if (data.type === "report") {
+      progress.value = 100;
+      status.textContent = `Done: ${data.report.findings.length} finding(s).`;
+      render(data.report, data.problems);
+      worker.terminate();
+    } else {
+      status.textContent = `Error: ${data.message}`;
+      worker.terminate();
+    }
+  };
+  worker.postMessage({ indexUrl: app.dataset.index, ...message });
+}
+
+app.hidden = false;
+document.getElementById("paste-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = document.getElementById("log-text").value;
+  if (text.trim()) run({ text, files: [] });
+});
+document.getElementById("log-files").addEventListener("change", (event) => {
+  const files = [...event.target.files];
+  if (files.length) run({ files });
+});
+const zone = document.getElementById("drop-zone");
+zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
+zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+zone.addEventListener("drop", (event) => {
+  event.preventDefault();
+  zone.classList.remove("over");
+  const files = [...event.dataTransfer.files];
+  if (files.length) run({ files });
+});
