@@ -14,8 +14,8 @@ const RANK_MARKERS = [
   /\[Rank (\d+)\]/g,
 ];
 const SLURM_PREFIX = /^\s*(\d{1,6}): /;
-const PDSH_PREFIX = /^([A-Za-z][\w.-]*[A-Za-z0-9]): /;
-const NCCL_HEADER = /(?:^|\s)([A-Za-z][\w.-]*):(\d+):(\d+) \[(\d+)\] NCCL /;
+const PDSH_PREFIX = /^([A-Za-z][\w-]*\d[\w.-]*): /;
+const NCCL_HEADER = /(?:^|[\s:>\]])([A-Za-z][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL /;
 const SYSLOG = /^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.+-]+) ([A-Za-z][\w.-]*) \w[\w./-]*(?:\[\d+\])?: /;
 const MONTHS = { Jan: 1, Feb: 2, Mar: 3, Apr: 4, May: 5, Jun: 6, Jul: 7, Aug: 8, Sep: 9, Oct: 10, Nov: 11, Dec: 12 };
 const ISO = /(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?/;
@@ -25,7 +25,7 @@ const CTIME = /\[?[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) 
 const SYSLOG_TIME = /^([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) /;
 const DMESG = /^\[\s*(\d+\.\d+)\]/;
 const FILE_RANK = /(?:^|[^a-z])(?:rank|proc|worker)[-_.]?(\d+)/i;
-const FILE_HOST = /^([A-Za-z][\w-]*\d[\w-]*)\.(?:log|out|err|txt)/;
+const FILE_HOST = /^([A-Za-z][A-Za-z-]*\d+)(?:[._-]|$)/;
 
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
@@ -82,7 +82,7 @@ export function origin(line, at, defaultRank, defaultHost) {
   if ((m = NCCL_HEADER.exec(line))) host = m[1];
   else if ((m = SYSLOG.exec(line))) host = m[1];
   if (rank === null && (m = SLURM_PREFIX.exec(line))) rank = parseInt(m[1], 10);
-  if (host === null && (m = PDSH_PREFIX.exec(line)) && !/^(rank|error|warning|info)/i.test(m[1])) host = m[1];
+  if (host === null && (m = PDSH_PREFIX.exec(line)) && !/^rank/i.test(m[1])) host = m[1];
   const [time, order, clock] = timeOf(line);
   return { rank: rank !== null ? rank : defaultRank, host: host || defaultHost, time, order, clock };
 }
@@ -211,7 +211,8 @@ export function buildReport(scanner) {
   const first = findings.length && findings[0].role === "initiating" ? findings[0] : null;
   return {
     schema_version: REPORT_VERSION, inputs: scanner.inputs, lines: scanner.lines, bytes: scanner.bytes,
-    initiating: first, initiating_rank: first ? first.first.rank : null, findings,
+    initiating: first, initiating_rank: first ? first.first.rank : null,
+    initiating_host: first ? first.first.host : null, findings,
     missing: missing(scanner, findings, first),
   };
 }

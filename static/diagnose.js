@@ -46,8 +46,9 @@ function renderFinding(f) {
 
 function render(report, problems) {
   result.replaceChildren();
+  const on = [report.initiating_rank !== null ? `rank ${report.initiating_rank}` : null, report.initiating_host].filter(Boolean);
   const summary = el("h2", report.initiating
-    ? `Most likely cause${report.initiating_rank !== null ? ` on rank ${report.initiating_rank}` : ""}: ${report.initiating.title}`
+    ? `Most likely cause${on.length ? ` on ${on.join(", ")}` : ""}: ${report.initiating.title}`
     : report.findings.length ? "No initiating failure found; what the logs show is below." : "No known failure found.");
   result.append(summary);
   result.append(el("p", `Scanned ${report.inputs.length} log(s), ${report.lines.toLocaleString("en")} lines.`));

@@ -5,9 +5,15 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
+import json
+
 from playwright.sync_api import expect
 
 from tests.conftest import ROOT
+from tests.vectors import CASES as VECTOR_CASES
+from tests.vectors import expected as vector_expected
+from tests.vectors import logs as vector_logs
+from tests.vectors import project
 
 pytestmark = pytest.mark.browser
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -174,5 +180,39 @@ def test_search_the_real_site_for_an_xid_line(browser, real_url: str) -> None:
     page.locator("#search-results li a").first.click()
     page.wait_for_load_state()
     assert urlsplit(page.url).path == "/failures/xid-13-graphics-engine-exception/"
+    assert errors == []
+    ctx.close()
+
+
+@pytest.mark.parametrize("case", VECTOR_CASES, ids=[c.name for c in VECTOR_CASES])
+def test_vector_in_the_browser(browser, real_url: str, case: Path) -> None:
+    ctx, page, errors = _page(browser)
+    seen: list[str] = []
+    page.on("request", lambda request: seen.append(request.url))
+    page.goto(real_url + "diagnose/")
+    page.set_input_files("#log-files", [str(p) for p in vector_logs(case)])
+    expect(page.locator("#diagnosis-result")).to_be_visible(timeout=20000)
+    data = json.loads(page.locator("#diagnosis-json").text_content())
+    assert project(data["report"], data["problems"]) == vector_expected(case)
+    origin = urlsplit(real_url).netloc
+    assert all(urlsplit(url).netloc == origin or url.startswith("blob:") for url in seen), seen
+    assert errors == []
+    ctx.close()
+
+
+def test_pasted_log_is_rendered_as_text(browser, real_url: str) -> None:
+    ctx, page, errors = _page(browser)
+    page.goto(real_url + "diagnose/")
+    hostile = (
+        '<img src=x onerror="document.title=1"> [rank4]: Exception: cuda rng state '
+        "model-parallel-rng is not added <script>alert(1)</script>"
+    )
+    page.fill("#log-text", hostile)
+    page.click("#paste-form button")
+    expect(page.locator("#diagnosis-result")).to_be_visible(timeout=20000)
+    assert page.locator("#diagnosis-result img").count() == 0
+    assert page.locator("#diagnosis-result script").count() == 0
+    assert "<img src=x" in page.locator(".finding pre.log").inner_text()
+    assert page.locator(".finding").first.get_attribute("data-entry") == "megatron-tp-rng-divergence-deadlock"
     assert errors == []
     ctx.close()

@@ -21,8 +21,10 @@ RANK_MARKERS = [
     re.compile(r"\[Rank (\d+)\]"),  # ProcessGroupNCCL messages
 ]
 SLURM_PREFIX = re.compile(r"^\s*(\d{1,6}): ")
-PDSH_PREFIX = re.compile(r"^([A-Za-z][\w.-]*[A-Za-z0-9]): ")
-NCCL_HEADER = re.compile(r"(?:^|\s)([A-Za-z][\w.-]*):(\d+):(\d+) \[(\d+)\] NCCL ")
+# pdsh and similar prefix lines with the host name; a host name carries a digit (node07, gpu-a017).
+PDSH_PREFIX = re.compile(r"^([A-Za-z][\w-]*\d[\w.-]*): ")
+# NCCL's own header, host:pid:tid [cudaDev], with WARN lines adding the source file:line.
+NCCL_HEADER = re.compile(r"(?:^|[\s:>\]])([A-Za-z][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL ")
 SYSLOG = re.compile(
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.+-]+) ([A-Za-z][\w.-]*) \w[\w./-]*(?:\[\d+\])?: "
 )
@@ -37,7 +39,7 @@ SYSLOG_TIME = re.compile(r"^([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) ")
 DMESG = re.compile(r"^\[\s*(\d+\.\d+)\]")
 
 FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker)[-_.]?(\d+)", re.IGNORECASE)
-FILE_HOST = re.compile(r"^([A-Za-z][\w-]*\d[\w-]*)\.(?:log|out|err|txt)")
+FILE_HOST = re.compile(r"^([A-Za-z][A-Za-z-]*\d+)(?:[._-]|$)")
 
 
 @dataclass(frozen=True)
@@ -105,11 +107,7 @@ def origin(line: str, at: int, default_rank: int | None, default_host: str | Non
         host = m.group(1)
     if rank is None and (m := SLURM_PREFIX.match(line)):
         rank = int(m.group(1))
-    if (
-        host is None
-        and (m := PDSH_PREFIX.match(line))
-        and not m.group(1).lower().startswith(("rank", "error", "warning", "info"))
-    ):
+    if host is None and (m := PDSH_PREFIX.match(line)) and not m.group(1).lower().startswith("rank"):
         host = m.group(1)
     text, order, clock = _time(line)
     return Origin(rank if rank is not None else default_rank, host or default_host, text, order, clock)

@@ -66,6 +66,7 @@ class Diagnosis(Contract):
     bytes: int = Field(description="Bytes scanned, after decompression.")
     initiating: Finding | None = Field(description="The finding judged to have started the failure, if any.")
     initiating_rank: int | None = Field(description="Rank of the initiating finding's first line, if known.")
+    initiating_host: str | None = Field(description="Host of the initiating finding's first line, if known.")
     findings: list[Finding] = Field(description="Every finding, most likely cause first.")
     missing: list[str] = Field(description="Facts the logs lack that would settle the diagnosis, each a sentence.")
 
@@ -170,6 +171,7 @@ def build_report(collector: Collector) -> Diagnosis:
         bytes=collector.bytes,
         initiating=first,
         initiating_rank=first.first.rank if first else None,
+        initiating_host=first.first.host if first else None,
         findings=findings,
         missing=_missing(collector, findings, first),
     )

@@ -77,8 +77,13 @@ def render_text(report: Diagnosis) -> str:
     if not report.findings:
         out.append("No known failure found.")
     elif report.initiating is not None:
-        rank = f" on rank {report.initiating_rank}" if report.initiating_rank is not None else ""
-        out.append(f"Most likely cause{rank}: {report.initiating.title}")
+        where = []
+        if report.initiating_rank is not None:
+            where.append(f"rank {report.initiating_rank}")
+        if report.initiating_host:
+            where.append(report.initiating_host)
+        on = f" on {', '.join(where)}" if where else ""
+        out.append(f"Most likely cause{on}: {report.initiating.title}")
     else:
         out.append("No initiating failure found; what the logs show is listed below.")
     for number, finding in enumerate(report.findings, start=1):

@@ -1,0 +1,132 @@
+"""`trainwreck diagnose` on log files shaped like real ones, and on bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.cli import main
+from generator.diagnose.context import origin
+from tests.vectors import CASES, expected, logs, project
+
+
+def _cli(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "generator", "diagnose", *args], input=stdin, capture_output=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_vector_on_the_cli(case: Path, request: pytest.FixtureRequest) -> None:
+    result = _cli(["--json", *map(str, logs(case))])
+    report = json.loads(result.stdout)
+    problems = [line.removeprefix("error: ") for line in result.stderr.decode().splitlines()]
+    got = project(report, problems)
+    if request.config.getoption("--update-golden"):
+        (case / "expected.json").write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert got == expected(case)
+    want_code = 2 if got["problems"] else (1 if any(f["role"] != "note" for f in got["findings"]) else 0)
+    assert result.returncode == want_code
+    assert b"Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "literal"])
+def test_both_matchers_find_the_same_hits(engine: str) -> None:
+    case = next(c for c in CASES if c.name == "noisy-shapes")
+    result = _cli(["--json", "--engine", engine, *map(str, logs(case))])
+    assert project(json.loads(result.stdout), []) == expected(case)
+
+
+def test_gzip_and_stdin_and_folders_read_like_plain_files(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "watchdog-single-rank")
+    raw = logs(case)[0].read_bytes()
+    packed = tmp_path / "rank-0.log.gz"
+    packed.write_bytes(gzip.compress(raw))
+    from_gz = json.loads(_cli(["--json", str(packed)]).stdout)
+    from_stdin = json.loads(_cli(["--json", "-"], stdin=raw).stdout)
+    from_folder = json.loads(_cli(["--json", str(case / "logs")]).stdout)
+    assert from_gz["findings"][0]["first"]["line"] == from_stdin["findings"][0]["first"]["line"] == 5
+    assert from_stdin["inputs"] == ["<stdin>"]
+    assert (
+        from_folder["findings"][0]["entry"] == from_gz["findings"][0]["entry"] == "pg-watchdog-timeout-shape-mismatch"
+    )
+    assert from_gz["findings"][0]["first"]["rank"] == 0
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"", "the log is empty"),
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00", "this is a binary file, not a text log"),
+        (b"not gzip at all", "cannot be read as gzip"),
+    ],
+)
+def test_bad_input_is_a_message_and_exit_2(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / ("bad.log.gz" if message.startswith("cannot be read") else "bad.log")
+    path.write_bytes(content)
+    result = _cli([str(path)])
+    assert result.returncode == 2
+    assert message in result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+
+
+def test_missing_path_and_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "/no/such/log"]) == 2
+    assert capsys.readouterr().err == "error: /no/such/log: no such file or folder\n"
+    result = _cli([])
+    assert result.returncode == 2 and b"usage:" in result.stderr
+
+
+def test_text_report_leads_with_the_initiating_failure() -> None:
+    case = next(c for c in CASES if c.name == "xid-initiates-watchdog")
+    out = _cli(list(map(str, logs(case)))).stdout.decode()
+    lines = out.splitlines()
+    assert lines[1].startswith("Most likely cause on node07: Xid 13")
+    assert "[INITIATING] Xid 13" in out and "[COLLATERAL] NCCL watchdog timeout" in out
+    assert "Fix: " in out and "Verify: " in out
+
+
+@pytest.mark.parametrize(
+    "line,rank,host,time",
+    [
+        ("[rank3]:[E1130 01:02:03.123456 ProcessGroupNCCL.cpp:1234] boom", 3, None, "1130 01:02:03.123456"),
+        ("[default5]:2026-11-30 01:02:03,250 - ERROR - boom", 5, None, "2026-11-30 01:02:03,250"),
+        ("[1,7]<stdout>: boom", 7, None, None),
+        ("12: boom", 12, None, None),
+        ("node07: boom", None, "node07", None),
+        ("(VllmWorker rank=2 pid=225) ERROR 11-30 01:02:03 [core.py:123] boom", 2, None, "11-30 01:02:03"),
+        ("gpu-b042:61533:61790 [0] NCCL WARN boom", None, "gpu-b042", None),
+        ("[12345.678901] NVRM: boom", None, None, "12345.678901"),
+        ("Nov 30 01:02:03 node07 kernel: NVRM: boom", None, "node07", "Nov 30 01:02:03"),
+    ],
+)
+def test_origin_reads_real_prefixes(line: str, rank: int | None, host: str | None, time: str | None) -> None:
+    where = origin(line, line.index("boom"), None, None)
+    assert (where.rank, where.host, where.time) == (rank, host, time)
+
+
+def test_interleaved_ranks_take_the_nearest_marker() -> None:
+    line = "[rank0]: step 11 | loss [rank3]: Exception: boom"
+    assert origin(line, line.index("Exception"), None, None).rank == 3
+    assert origin(line, line.index("step"), None, None).rank == 0
+
+
+def test_redacted_excerpt_masks_consistently(tmp_path: Path) -> None:
+    log = tmp_path / "rank-0.log"
+    log.write_text(
+        "[rank0]: token hf_abcdefghijklmnopqrstuvwxyz0123 from 10.1.2.3 at /home/alice/run\n"
+        "[rank0]:[E1130 01:12:03.123456 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600047 "
+        "milliseconds before timing out. host 10.1.2.3 user /home/alice key AKIAABCDEFGHIJKLMNOP Bearer abcdef123456789xyz\n"
+    )
+    out = tmp_path / "excerpt.txt"
+    result = _cli([str(log), "--redact", str(out)])
+    assert result.returncode == 1
+    text = out.read_text()
+    assert "10.1.2.3" not in text and "alice" not in text and "AKIA" not in text and "abcdef123456789xyz" not in text
+    assert text.count("ip-1") == 1 and "/home/user-1" in text and "<token-1>" in text and "<token-2>" in text
