@@ -94,16 +94,19 @@ export function visible(line, at) {
 }
 
 export function normalise(text) {
-  if (text.includes("\x1b")) text = text.replace(ANSI, "");
-  if (text.includes('\\"')) text = text.split('\\"').join('"');
-  return text;
+  return text.includes("\x1b") ? text.replace(ANSI, "") : text;
+}
+
+// The pattern, and for patterns with a double quote also its JSON-escaped form.
+function quoteVariants(source) {
+  return source.includes('"') ? [source, source.split('"').join('\\\\"')] : [source];
 }
 
 // Scans line-aligned chunks of text; keeps only bounded per-entry groups.
 export class Scanner {
   constructor(signatures) {
     this.signatures = signatures;
-    const pieces = [...new Set(signatures.map((s) => (s.required ? escapeRegExp(s.required) : s.source)))].sort();
+    const pieces = [...new Set(signatures.flatMap((s) => quoteVariants(s.required ? escapeRegExp(s.required) : s.source)))];
     this.prefilter = new RegExp(pieces.join("|"), "g");
     this.groups = new Map();
     this.inputs = [];
@@ -128,9 +131,16 @@ export class Scanner {
       if (stop === -1) stop = text.length;
       let line = text.slice(start, stop);
       if (line.endsWith("\r")) line = line.slice(0, -1);
+      const escaped = line.includes('\\"');
+      const unescaped = escaped ? line.split('\\"').join('"') : line;
       this.signatures.forEach((sig) => {
-        const hit = sig.regex.exec(line);
-        if (hit) this.add(sig, line, hit.index, file, fileIndex, lineNumber, defaultRank, defaultHost);
+        let hit = sig.regex.exec(line);
+        if (hit) {
+          this.add(sig, line, hit.index, file, fileIndex, lineNumber, defaultRank, defaultHost);
+        } else if (escaped && (hit = sig.regex.exec(unescaped))) {
+          // A line logged inside a JSON string: match it as it was printed.
+          this.add(sig, unescaped, hit.index, file, fileIndex, lineNumber, defaultRank, defaultHost);
+        }
       });
       rx.lastIndex = stop;
     }

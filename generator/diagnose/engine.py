@@ -45,11 +45,15 @@ class HyperscanMatcher(Matcher):
 
         self._hs = hyperscan
         self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        patterns = [s.regex.encode("utf-8") for s in signatures]
+        patterns, ids = [], []
+        for i, s in enumerate(signatures):
+            for variant in quote_variants(s.regex):
+                patterns.append(variant.encode("utf-8"))
+                ids.append(i)
         # SINGLEMATCH would hide repeats on later lines; PREFILTER keeps any pattern Hyperscan
         # cannot compile exactly as a superset, which the per-line check then narrows.
         flags = [hyperscan.HS_FLAG_PREFILTER for _ in patterns]
-        self.db.compile(expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns), flags=flags)
+        self.db.compile(expressions=patterns, ids=ids, elements=len(patterns), flags=flags)
 
     def candidates(self, chunk: bytes) -> Iterable[tuple[int, int]]:
         found: list[tuple[int, int]] = []
@@ -71,7 +75,11 @@ class LiteralMatcher(Matcher):
     name = "literal-prefilter"
 
     def __init__(self, signatures: list[Signature]) -> None:
-        pieces = {re.escape(s.required.encode()) if s.required else s.regex.encode() for s in signatures}
+        pieces = {
+            variant.encode()
+            for s in signatures
+            for variant in quote_variants(re.escape(s.required) if s.required else s.regex)
+        }
         self.rx = re.compile(b"|".join(sorted(pieces)))
         self.count = len(signatures)
 
@@ -92,13 +100,14 @@ def best_matcher(signatures: list[Signature], name: str = "auto") -> Matcher:
     return LiteralMatcher(signatures)
 
 
+def quote_variants(regex: str) -> list[str]:
+    """The pattern, and for patterns with a double quote also its JSON-escaped form (\\" for ")."""
+    return [regex, regex.replace('"', '\\\\"')] if '"' in regex else [regex]
+
+
 def _normalise(chunk: bytes) -> bytes:
-    """Remove colour codes and JSON-escaped quotes; neither changes the count of newlines."""
-    if b"\x1b" in chunk:
-        chunk = ANSI_BYTES.sub(b"", chunk)
-    if b'\\"' in chunk:
-        chunk = chunk.replace(b'\\"', b'"')
-    return chunk
+    """Remove colour codes; this never changes the count of newlines."""
+    return ANSI_BYTES.sub(b"", chunk) if b"\x1b" in chunk else chunk
 
 
 @dataclass
@@ -138,3 +147,6 @@ def _confirm(chunk: bytes, found: list[tuple[int, int]], base: int, confirm: lis
         for sig in sorted(sigs):
             if m := confirm[sig].search(text):
                 yield Hit(sig, starts[start], text, m.start())
+            elif '\\"' in text and (m := confirm[sig].search(unescaped := text.replace('\\"', '"'))):
+                # A line logged inside a JSON string: match it as it was printed.
+                yield Hit(sig, starts[start], unescaped, m.start())

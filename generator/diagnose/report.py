@@ -128,6 +128,29 @@ class Collector:
             group.first, group.first_key = evidence, key
 
 
+    def merge(self, part: Collector, line_offset: int) -> None:
+        """Fold in the groups of a later byte range of the same file, whose lines start after line_offset."""
+        for entry, theirs in part.groups.items():
+            moved = [e.model_copy(update={"line": e.line + line_offset}) for e in theirs.evidence]
+            first = theirs.first.model_copy(update={"line": theirs.first.line + line_offset}) if theirs.first else None
+            key = (*theirs.first_key[:3], theirs.first_key[3] + line_offset) if theirs.first_key else ()  # type: ignore[operator]
+            mine = self.groups.get(entry)
+            if mine is None:
+                self.groups[entry] = _Group(theirs.signature, entry, theirs.count, set(theirs.ranks), set(theirs.hosts), moved, first, key)
+                continue
+            if theirs.signature.specificity > mine.signature.specificity:
+                mine.signature = theirs.signature
+            mine.count += theirs.count
+            mine.ranks |= theirs.ranks
+            mine.hosts |= theirs.hosts
+            mine.evidence = (mine.evidence + moved)[:EVIDENCE_LINES]
+            if key < mine.first_key:
+                mine.first, mine.first_key = first, key
+        self.clocks |= part.clocks
+        for file, ranks in part.file_ranks.items():
+            self.file_ranks.setdefault(file, set()).update(ranks)
+
+
 def _order_key(where: Origin, file_index: int, line: int) -> tuple[object, ...]:
     # Lines with a wall-clock time sort by it; the rest keep their order of appearance after them.
     if where.order is not None and where.clock == "wall":

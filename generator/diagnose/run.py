@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import textwrap
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from generator.diagnose.context import file_origin
 from generator.diagnose.engine import Matcher, Stats, best_matcher, scan
 from generator.diagnose.report import Collector, Diagnosis, Evidence, Finding, build_report
-from generator.diagnose.signatures import load_index
-from generator.diagnose.sources import InputError, LogSource, read_chunks, resolve
+from generator.diagnose.signatures import Signature, load_index
+from generator.diagnose.sources import InputError, LogSource, read_chunks, resolve, split_ranges
+
+# Both cores of a login node are worth using once a file is this large; below it, forking costs more.
+PARALLEL_MIN_BYTES = 64 << 20
+MAX_WORKERS = 2
 
 
 def diagnose(paths: list[str], index: Path | None = None, engine: str = "auto") -> tuple[Diagnosis, list[str]]:
@@ -28,12 +35,53 @@ def diagnose(paths: list[str], index: Path | None = None, engine: str = "auto") 
 
 def _scan_source(source: LogSource, position: int, matcher: Matcher, collector: Collector) -> None:
     rank, host = file_origin(source.name) if source.path else (None, None)
-    stats = Stats()
-    for hit in scan(read_chunks(source), collector.signatures, matcher, stats):
-        collector.add(hit, source.name, position, rank, host)
+    workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    parallel = (
+        source.path is not None
+        and source.path.suffix != ".gz"
+        and workers > 1
+        and source.path.stat().st_size >= PARALLEL_MIN_BYTES
+        and "fork" in multiprocessing.get_all_start_methods()
+    )
+    if not parallel:
+        stats = Stats()
+        for hit in scan(read_chunks(source), collector.signatures, matcher, stats):
+            collector.add(hit, source.name, position, rank, host)
+        lines, size = stats.lines, stats.bytes
+    else:
+        assert source.path is not None
+        ranges = split_ranges(source.path, workers)
+        # Forked workers inherit the compiled matcher instead of recompiling or pickling it.
+        global _SHARED
+        _SHARED = (collector.signatures, matcher)
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
+            jobs = [(source, position, start, end, rank, host) for start, end in ranges]
+            lines = size = 0
+            for part, part_lines, part_bytes in pool.map(_scan_part, jobs):
+                collector.merge(part, lines)
+                lines += part_lines
+                size += part_bytes
+        _SHARED = None
     collector.inputs.append(source.name)
-    collector.lines += stats.lines
-    collector.bytes += stats.bytes
+    collector.lines += lines
+    collector.bytes += size
+
+
+_SHARED: tuple[list[Signature], Matcher] | None = None
+
+
+def _scan_part(job: tuple[LogSource, int, int, int, int | None, str | None]) -> tuple[Collector, int, int]:
+    """Scan one byte range in a worker process; line numbers are relative to the range."""
+    source, position, start, end, rank, host = job
+    assert _SHARED is not None
+    signatures, matcher = _SHARED
+    part = Collector(signatures)
+    stats = Stats()
+    for hit in scan(read_chunks(source, start, end), signatures, matcher, stats):
+        part.add(hit, source.name, position, rank, host)
+    part.signatures = []  # the parent has them; do not send them back
+    return part, stats.lines, stats.bytes
 
 
 def _where(e: Evidence) -> str:

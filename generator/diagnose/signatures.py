@@ -36,6 +36,7 @@ class Signature:
     verify: str
     overlaps: tuple[str, ...]
     required: str
+    examples: tuple[str, ...]
 
     @property
     def regex(self) -> str:
@@ -74,6 +75,7 @@ def parse_index(text: str, origin: str) -> list[Signature]:
                     verify=record["verify"],
                     overlaps=tuple(record["overlaps"]),
                     required=record["required"],
+                    examples=tuple(record["examples"]),
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:

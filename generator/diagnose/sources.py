@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 from generator.errors import TrainwreckError
 
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 8 << 20
 # A "line" longer than this is cut: a log without newlines must not be held whole in memory.
 MAX_LINE_BYTES = 1 << 20
 SNIFF_BYTES = 8192
@@ -66,14 +66,29 @@ def resolve(paths: list[str]) -> tuple[list[LogSource], list[str]]:
     return sources, problems
 
 
-def read_chunks(source: LogSource) -> Iterator[bytes]:
-    """Yield the log as chunks that each end at a line boundary; raise InputError on bad input."""
+def split_ranges(path: Path, parts: int) -> list[tuple[int, int]]:
+    """Cut a plain file into byte ranges that start and end at line boundaries."""
+    size = path.stat().st_size
+    cuts = [0]
+    with path.open("rb") as f:
+        for i in range(1, parts):
+            f.seek(max(size * i // parts, cuts[-1]))
+            f.readline()
+            cuts.append(min(f.tell(), size))
+    cuts.append(size)
+    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+def read_chunks(source: LogSource, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+    """Yield the log (or the byte range [start, end) of a plain file) in line-aligned chunks."""
     try:
         stream = source.open()
+        if start:
+            stream.seek(start)
     except OSError as exc:
         raise InputError(f"{source.name}: cannot open ({exc.strerror})") from exc
     try:
-        yield from _chunks(stream, source.name)
+        yield from _chunks(stream, source.name, None if end is None else end - start, sniff=start == 0)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise InputError(
             f"{source.name}: cannot be read as {'gzip' if source.name.endswith('.gz') else 'a log'} ({exc})"
@@ -83,11 +98,14 @@ def read_chunks(source: LogSource) -> Iterator[bytes]:
             stream.close()
 
 
-def _chunks(stream: BinaryIO, name: str) -> Iterator[bytes]:
+def _chunks(stream: BinaryIO, name: str, limit: int | None, sniff: bool) -> Iterator[bytes]:
     carry = b""
-    first = True
+    first = sniff
     while True:
-        block = stream.read(CHUNK_BYTES)
+        want = CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit)
+        block = stream.read(want) if want else b""
+        if limit is not None:
+            limit -= len(block)
         if first:
             if not block:
                 raise InputError(f"{name}: the log is empty")
@@ -98,7 +116,7 @@ def _chunks(stream: BinaryIO, name: str) -> Iterator[bytes]:
             if carry:
                 yield carry
             return
-        data = carry + block
+        data = carry + block if carry else block
         cut = data.rfind(b"\n") + 1
         if cut == 0:
             if len(data) > MAX_LINE_BYTES:
@@ -108,4 +126,4 @@ def _chunks(stream: BinaryIO, name: str) -> Iterator[bytes]:
                 carry = data
             continue
         carry = data[cut:]
-        yield data[:cut]
+        yield data if cut == len(data) else data[:cut]
