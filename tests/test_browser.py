@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
 import pytest
-import json
-
 from playwright.sync_api import expect
 
 from tests.conftest import ROOT

@@ -127,7 +127,6 @@ class Collector:
         if group.first is None or key < group.first_key:
             group.first, group.first_key = evidence, key
 
-
     def merge(self, part: Collector, line_offset: int) -> None:
         """Fold in the groups of a later byte range of the same file, whose lines start after line_offset."""
         for entry, theirs in part.groups.items():
@@ -136,7 +135,9 @@ class Collector:
             key = (*theirs.first_key[:3], theirs.first_key[3] + line_offset) if theirs.first_key else ()  # type: ignore[operator]
             mine = self.groups.get(entry)
             if mine is None:
-                self.groups[entry] = _Group(theirs.signature, entry, theirs.count, set(theirs.ranks), set(theirs.hosts), moved, first, key)
+                self.groups[entry] = _Group(
+                    theirs.signature, entry, theirs.count, set(theirs.ranks), set(theirs.hosts), moved, first, key
+                )
                 continue
             if theirs.signature.specificity > mine.signature.specificity:
                 mine.signature = theirs.signature
