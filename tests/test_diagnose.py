@@ -122,7 +122,8 @@ def test_redacted_excerpt_masks_consistently(tmp_path: Path) -> None:
         "[rank0]: token hf_abcdefghijklmnopqrstuvwxyz0123 from 10.1.2.3 at /home/alice/run\n"
         "[rank0]:[E1130 01:12:03.123456 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600047 "
-        "milliseconds before timing out. host 10.1.2.3 user /home/alice key AKIAABCDEFGHIJKLMNOP Bearer abcdef123456789xyz\n"
+        "milliseconds before timing out. host 10.1.2.3 user /home/alice "
+        "key AKIAABCDEFGHIJKLMNOP Bearer abcdef123456789xyz\n"
     )
     out = tmp_path / "excerpt.txt"
     result = _cli([str(log), "--redact", str(out)])
