@@ -179,7 +179,7 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_refresh)
 
     sc = sub.add_parser("schema", help="print the JSON Schema of entries (or write all schemas)")
-    sc.add_argument("which", nargs="?", default="entry", choices=["entry", "hub", "entries", "signature"])
+    sc.add_argument("which", nargs="?", default="entry", choices=["entry", "hub", "entries", "signature", "diagnosis"])
     sc.add_argument("--out", help="write every schema into this folder")
     sc.set_defaults(func=cmd_schema)
     return p

@@ -159,7 +159,10 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         schema["title"] = title
         return schema
 
+    from generator.diagnose.report import Diagnosis
+
     return {
+        "diagnosis.schema.json": contract(Diagnosis, "Trainwreck diagnosis report (trainwreck diagnose --json)"),
         "entry.schema.json": entry_json_schema(),
         "hub.schema.json": hub_json_schema(),
         "entries.schema.json": contract(EntriesIndex, "Trainwreck entries index"),

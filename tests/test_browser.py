@@ -187,15 +187,16 @@ def test_search_the_real_site_for_an_xid_line(browser, real_url: str) -> None:
 @pytest.mark.parametrize("case", VECTOR_CASES, ids=[c.name for c in VECTOR_CASES])
 def test_vector_in_the_browser(browser, real_url: str, case: Path) -> None:
     ctx, page, errors = _page(browser)
-    seen: list[str] = []
-    page.on("request", lambda request: seen.append(request.url))
+    seen: list[tuple[str, str]] = []
+    page.on("request", lambda request: seen.append((request.url, request.method)))
+    page.on("worker", lambda worker: seen.append((worker.url, "GET")))
     page.goto(real_url + "diagnose/")
     page.set_input_files("#log-files", [str(p) for p in vector_logs(case)])
     expect(page.locator("#diagnosis-result")).to_be_visible(timeout=20000)
     data = json.loads(page.locator("#diagnosis-json").text_content())
     assert project(data["report"], data["problems"]) == vector_expected(case)
     origin = urlsplit(real_url).netloc
-    assert all(urlsplit(url).netloc == origin or url.startswith("blob:") for url in seen), seen
+    assert all(urlsplit(url).netloc == origin and method == "GET" for url, method in seen), seen
     assert errors == []
     ctx.close()
 
@@ -214,5 +215,30 @@ def test_pasted_log_is_rendered_as_text(browser, real_url: str) -> None:
     assert page.locator("#diagnosis-result script").count() == 0
     assert "<img src=x" in page.locator(".finding pre.log").inner_text()
     assert page.locator(".finding").first.get_attribute("data-entry") == "megatron-tp-rng-divergence-deadlock"
+    assert errors == []
+    ctx.close()
+
+
+def test_large_file_is_scanned_in_chunks_like_the_cli(browser, real_url: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    line = "[rank{r}]:[I1130 01:02:03.000000 train.py:10] step {i} | loss 2.0 | grad_norm 0.9 | tokens/s 41000\n"
+    planted = "[rank{r}]: Exception: cuda rng state model-parallel-rng is not added\n"
+    log = tmp_path / "big-rank.log"
+    with log.open("w") as out:
+        for i in range(160_000):  # about 13 MB: several 4 MiB slices in the worker
+            out.write(planted.format(r=i % 8) if i % 40_000 == 39_999 else line.format(r=i % 8, i=i))
+    cli = subprocess.run(
+        [sys.executable, "-m", "generator", "diagnose", "--json", str(log)], capture_output=True, timeout=120
+    )
+    ctx, page, errors = _page(browser)
+    page.goto(real_url + "diagnose/")
+    page.set_input_files("#log-files", str(log))
+    expect(page.locator("#diagnosis-result")).to_be_visible(timeout=60000)
+    assert page.locator("#diagnose-progress").get_attribute("value") == "100"
+    data = json.loads(page.locator("#diagnosis-json").text_content())
+    assert project(data["report"], data["problems"]) == project(json.loads(cli.stdout), [])
+    assert [e["line"] for e in data["report"]["findings"][0]["evidence"]] == [40_000, 80_000, 120_000, 160_000]
     assert errors == []
     ctx.close()

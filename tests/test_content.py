@@ -86,3 +86,11 @@ def test_real_site_links_and_policy(real_site: Path) -> None:
 
 def test_real_site_is_valid_html(real_site: Path) -> None:
     assert vnu_errors(real_site) == ""
+
+
+def test_packaged_index_is_current(catalog) -> None:
+    from generator.index import API_DIR, build_signature_index
+
+    packaged = (ROOT / "generator" / "data" / "signatures.jsonl").read_text(encoding="utf-8")
+    built = build_signature_index(catalog)[f"{API_DIR}/signatures.jsonl"]
+    assert packaged == built, "generator/data/signatures.jsonl is stale: run `trainwreck refresh`"

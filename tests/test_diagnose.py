@@ -42,6 +42,17 @@ def test_both_matchers_find_the_same_hits(engine: str) -> None:
     assert project(json.loads(result.stdout), []) == expected(case)
 
 
+def test_json_report_matches_its_published_schema() -> None:
+    import jsonschema
+
+    from generator.index import json_schemas
+
+    schema = json_schemas()["diagnosis.schema.json"]
+    for case in CASES:
+        result = _cli(["--json", *map(str, logs(case))])
+        jsonschema.validate(json.loads(result.stdout), schema)
+
+
 def test_gzip_and_stdin_and_folders_read_like_plain_files(tmp_path: Path) -> None:
     case = next(c for c in CASES if c.name == "watchdog-single-rank")
     raw = logs(case)[0].read_bytes()
