@@ -176,9 +176,8 @@ def main() -> None:
     truth: Counter[str] = Counter()
     for _line_no, text in planted:
         clean = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace('\\"', '"')
-        for entry, rx in confirm:
-            if rx.search(clean):
-                truth[entry] += 1
+        for entry in {entry for entry, rx in confirm if rx.search(clean)}:
+            truth[entry] += 1
     rg_lines = {int(line.split(b":", 1)[0]) for line in (work / "rg.out").read_bytes().splitlines()}
     report = json.loads((work / "diagnose.json").read_text())
     counts = {f["entry"]: f["count"] for f in report["findings"]}

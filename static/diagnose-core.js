@@ -150,18 +150,25 @@ export class Scanner {
   }
 
   add(sig, line, at, file, fileIndex, lineNumber, defaultRank, defaultHost) {
+    let g = this.groups.get(sig.entry);
+    if (g && g.lastFile === fileIndex && g.lastLine === lineNumber) {
+      // Two signatures of one entry on one line: one line of evidence, the more specific pattern.
+      if (sig.specificity > g.signature.specificity) g.signature = sig;
+      return;
+    }
     const where = origin(line, at, defaultRank, defaultHost);
     const evidence = {
       file, line: lineNumber, rank: where.rank, host: where.host, time: where.time,
       text: visible(line, at).slice(0, TEXT_LIMIT), signature: sig.id,
     };
-    let g = this.groups.get(sig.entry);
     if (!g) {
       g = { signature: sig, entry: sig.entry, count: 0, ranks: new Set(), hosts: new Set(), evidence: [], first: null, firstKey: null };
       this.groups.set(sig.entry, g);
     } else if (sig.specificity > g.signature.specificity) {
       g.signature = sig;
     }
+    g.lastFile = fileIndex;
+    g.lastLine = lineNumber;
     g.count++;
     if (where.rank !== null) g.ranks.add(where.rank);
     if (where.host) g.hosts.add(where.host);

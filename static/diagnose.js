@@ -49,7 +49,8 @@ function render(report, problems) {
   const on = [report.initiating_rank !== null ? `rank ${report.initiating_rank}` : null, report.initiating_host].filter(Boolean);
   const summary = el("h2", report.initiating
     ? `Most likely cause${on.length ? ` on ${on.join(", ")}` : ""}: ${report.initiating.title}`
-    : report.findings.length ? "No initiating failure found; what the logs show is below." : "No known failure found.");
+    : report.findings.every((f) => f.role === "note") ? (report.findings.length ? "No known failure found; the lines below are usually harmless or only leads." : "No known failure found.")
+    : "No initiating failure found; what the logs show is below.");
   result.append(summary);
   result.append(el("p", `Scanned ${report.inputs.length} log(s), ${report.lines.toLocaleString("en")} lines.`));
   if (problems.length) {

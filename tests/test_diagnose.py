@@ -64,7 +64,7 @@ def test_gzip_and_stdin_and_folders_read_like_plain_files(tmp_path: Path) -> Non
     assert from_gz["findings"][0]["first"]["line"] == from_stdin["findings"][0]["first"]["line"] == 5
     assert from_stdin["inputs"] == ["<stdin>"]
     assert (
-        from_folder["findings"][0]["entry"] == from_gz["findings"][0]["entry"] == "pg-watchdog-timeout-shape-mismatch"
+        from_folder["findings"][0]["entry"] == from_gz["findings"][0]["entry"] == "pg-nccl-watchdog-collective-timeout"
     )
     assert from_gz["findings"][0]["first"]["rank"] == 0
 

@@ -48,7 +48,9 @@ class Finding(Contract):
         description="'initiating': the earliest failure; 'collateral': usually a downstream report of it; "
         "'independent': another failure; 'note': a low-confidence lead."
     )
-    count: int = Field(description="How many lines matched.")
+    count: int = Field(
+        description="How many lines matched (a line matched by two of the entry's signatures counts once)."
+    )
     ranks: list[int] = Field(description="Ranks that printed a matching line, sorted.")
     hosts: list[str] = Field(description="Hosts that printed a matching line, sorted.")
     first: Evidence = Field(description="The earliest matching line.")
@@ -81,6 +83,7 @@ class _Group:
     evidence: list[Evidence] = field(default_factory=list)
     first: Evidence | None = None
     first_key: tuple[object, ...] = ()
+    last_line: tuple[int, int] = (-1, -1)
 
 
 class Collector:
@@ -98,6 +101,12 @@ class Collector:
     def add(self, hit: Hit, file: str, file_index: int, default_rank: int | None, default_host: str | None) -> None:
         """Record one hit from one file."""
         sig = self.signatures[hit.signature]
+        group = self.groups.get(sig.entry)
+        if group is not None and group.last_line == (file_index, hit.line_number):
+            # Two signatures of one entry on one line: one line of evidence, the more specific pattern.
+            if sig.specificity > group.signature.specificity:
+                group.signature = sig
+            return
         where = origin(hit.text, hit.at, default_rank, default_host)
         evidence = Evidence(
             file=file,
@@ -108,11 +117,11 @@ class Collector:
             text=visible(hit.text, hit.at)[:TEXT_LIMIT],
             signature=sig.id,
         )
-        group = self.groups.get(sig.entry)
         if group is None:
             group = self.groups[sig.entry] = _Group(sig, sig.entry)
         elif sig.specificity > group.signature.specificity:
             group.signature = sig
+        group.last_line = (file_index, hit.line_number)
         group.count += 1
         if where.rank is not None:
             group.ranks.add(where.rank)

@@ -124,6 +124,8 @@ def render_text(report: Diagnosis) -> str:
     out = [f"Scanned {len(report.inputs)} log(s), {report.lines:,} lines, {report.bytes / 1e6:,.1f} MB."]
     if not report.findings:
         out.append("No known failure found.")
+    elif all(f.role == "note" for f in report.findings):
+        out.append("No known failure found; the lines below are usually harmless or only leads.")
     elif report.initiating is not None:
         where = []
         if report.initiating_rank is not None:
