@@ -169,7 +169,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("paths", nargs="+", metavar="LOG", help="files, folders, globs, .gz files, or - for standard input")
     d.add_argument("--json", action="store_true", help="print the versioned JSON report")
     d.add_argument("--index", help="signatures.jsonl to use (default: the copy shipped with the tool)")
-    d.add_argument("--engine", default="auto", choices=["auto", "hyperscan", "literal"], help="candidate matcher")
+    d.add_argument(
+        "--engine", default="auto", choices=["auto", "hyperscan", "re2", "literal"], help="candidate matcher"
+    )
     d.add_argument(
         "--redact", metavar="FILE", help="also write a shareable excerpt with hosts, IPs, users and tokens masked"
     )

@@ -35,7 +35,7 @@ def test_vector_on_the_cli(case: Path, request: pytest.FixtureRequest) -> None:
     assert b"Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("engine", ["hyperscan", "literal"])
+@pytest.mark.parametrize("engine", ["hyperscan", "re2", "literal"])
 def test_both_matchers_find_the_same_hits(engine: str) -> None:
     case = next(c for c in CASES if c.name == "noisy-shapes")
     result = _cli(["--json", "--engine", engine, *map(str, logs(case))])
@@ -142,3 +142,17 @@ def test_redacted_excerpt_masks_consistently(tmp_path: Path) -> None:
     text = out.read_text()
     assert "10.1.2.3" not in text and "alice" not in text and "AKIA" not in text and "abcdef123456789xyz" not in text
     assert text.count("ip-1") == 1 and "/home/user-1" in text and "<token-1>" in text and "<token-2>" in text
+
+
+def test_works_outside_the_project_without_a_build(tmp_path: Path) -> None:
+    log = tmp_path / "rank-2.log"
+    log.write_text("[rank2]: Exception: cuda rng state model-parallel-rng is not added\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "diagnose", "--json", str(log)],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["initiating"]["entry"] == "megatron-tp-rng-divergence-deadlock"
+    assert not (tmp_path / "site").exists()

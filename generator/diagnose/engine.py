@@ -89,15 +89,39 @@ class LiteralMatcher(Matcher):
                 yield sig, m.end()
 
 
+class Re2Matcher(LiteralMatcher):
+    """Google RE2's DFA over the same alternation of required texts: the fallback where Hyperscan is missing."""
+
+    name = "re2"
+    # RE2 abandons its DFA for a slow NFA when the DFA outgrows its budget; a few hundred
+    # alternatives need more than the default.
+    MAX_MEMORY = 1 << 30
+
+    def __init__(self, signatures: list[Signature]) -> None:
+        import re2
+
+        super().__init__(signatures)
+        options = re2.Options()
+        options.max_mem = self.MAX_MEMORY
+        self.rx = re2.compile(self.rx.pattern, options)
+
+
 def best_matcher(signatures: list[Signature], name: str = "auto") -> Matcher:
-    """Return the requested matcher; 'auto' picks Hyperscan when it is installed."""
-    if name in ("auto", "hyperscan"):
+    """Return the requested matcher; 'auto' takes the fastest one installed (see benchmarks/)."""
+    for candidate in ("hyperscan", "re2", "literal"):
+        if name not in ("auto", candidate):
+            continue
         try:
-            return HyperscanMatcher(signatures)
+            if candidate == "hyperscan":
+                return HyperscanMatcher(signatures)
+            if candidate == "re2":
+                return Re2Matcher(signatures)
         except ImportError:
-            if name == "hyperscan":
+            if name == candidate:
                 raise
-    return LiteralMatcher(signatures)
+            continue
+        return LiteralMatcher(signatures)
+    raise ValueError(f"unknown matcher {name!r}")
 
 
 def quote_variants(regex: str) -> list[str]:
