@@ -14,6 +14,13 @@ function el(tag, text, className) {
   return node;
 }
 
+// Fix and verify lines carry `code` spans; show them as code, still without parsing any HTML.
+function withCode(tag, label, text, className) {
+  const node = el(tag, label, className);
+  text.split("`").forEach((part, i) => node.append(i % 2 ? el("code", part) : document.createTextNode(part)));
+  return node;
+}
+
 function where(e) {
   const parts = [`${e.file}:${e.line}`];
   if (e.rank !== null) parts.push(`rank ${e.rank}`);
@@ -39,7 +46,7 @@ function renderFinding(f) {
   pre.append(el("code", f.evidence.map((e) => `${where(e)}: ${e.text}`).join("\n")));
   item.append(pre);
   if (f.role === "initiating" || f.role === "independent") {
-    item.append(el("p", `Fix: ${f.fix}`, "fix"), el("p", `Verify: ${f.verify}`, "verify"));
+    item.append(withCode("p", "Fix: ", f.fix, "fix"), withCode("p", "Verify: ", f.verify, "verify"));
   }
   return item;
 }
