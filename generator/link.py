@@ -12,7 +12,7 @@ from generator.errors import ContentError, Problem
 from generator.load import Document
 from generator.patterns import compile_signature, regex_problem
 from generator.schema import Entry, Hub, HubRef, SiteConfig, TagInfo
-from generator.validate import Validated, closest, did_you_mean
+from generator.validate import Validated, did_you_mean
 
 RELATED_LIMIT = 6
 LANGUAGES = frozenset(alias for _name, aliases, _files, _mimes in get_all_lexers() for alias in aliases)
@@ -270,6 +270,3 @@ def link_catalog(validated: Validated) -> Catalog:
         backlinks=dict(sorted(backlinks.items())),
         warnings=_warnings(validated, by_tag, hub_rows),
     )
-
-
-__all__ = ["Catalog", "link_catalog", "closest"]

@@ -16,15 +16,6 @@ from pygments.util import ClassNotFound
 _FORMATTER = HtmlFormatter(nowrap=True)
 
 
-def lexer_exists(language: str) -> bool:
-    """Return True if Pygments knows the language name."""
-    try:
-        get_lexer_by_name(language)
-    except ClassNotFound:
-        return False
-    return True
-
-
 def highlight_code(code: str, language: str) -> str:
     """Return highlighted HTML for a code block, wrapped in <pre><code>."""
     try:

@@ -354,11 +354,6 @@ def hub_json_schema() -> dict[str, Any]:
     return schema
 
 
-def field_names(model: type[BaseModel]) -> list[str]:
-    """Return the field names of a model, for 'did you mean' hints."""
-    return list(model.model_fields)
-
-
 def is_kebab(value: str) -> bool:
     """Return True if the value is a valid id."""
     return re.fullmatch(ID_PATTERN, value) is not None

@@ -15,7 +15,7 @@ PACKAGED = "signatures.jsonl"
 SEVERITY_RANK = {"critical": 3, "high": 2, "medium": 1, "low": 0}
 
 
-class IndexError_(TrainwreckError):
+class SignatureIndexError(TrainwreckError):
     """The signature index cannot be read."""
 
 
@@ -50,7 +50,7 @@ class Signature:
 
 
 def parse_index(text: str, origin: str) -> list[Signature]:
-    """Parse JSON Lines text into signatures; raise IndexError_ on a malformed or newer index."""
+    """Parse JSON Lines text into signatures; raise SignatureIndexError on a malformed or newer index."""
     signatures = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -59,7 +59,9 @@ def parse_index(text: str, origin: str) -> list[Signature]:
             record = json.loads(line)
             version = record["schema_version"]
             if version != SUPPORTED_VERSION:
-                raise IndexError_(f"{origin}:{number}: index schema_version {version} is not supported (expected 1)")
+                raise SignatureIndexError(
+                    f"{origin}:{number}: index schema_version {version} is not supported (expected 1)"
+                )
             signatures.append(
                 Signature(
                     id=record["id"],
@@ -79,9 +81,9 @@ def parse_index(text: str, origin: str) -> list[Signature]:
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:
-            raise IndexError_(f"{origin}:{number}: not a signature record ({exc})") from exc
+            raise SignatureIndexError(f"{origin}:{number}: not a signature record ({exc})") from exc
     if not signatures:
-        raise IndexError_(f"{origin}: the index holds no signatures")
+        raise SignatureIndexError(f"{origin}: the index holds no signatures")
     return signatures
 
 
@@ -91,6 +93,6 @@ def load_index(path: Path | None = None) -> list[Signature]:
         try:
             return parse_index(path.read_text(encoding="utf-8"), str(path))
         except OSError as exc:
-            raise IndexError_(f"cannot read the index {path}: {exc.strerror}") from exc
+            raise SignatureIndexError(f"cannot read the index {path}: {exc.strerror}") from exc
     text = resources.files("generator.data").joinpath(PACKAGED).read_text(encoding="utf-8")
     return parse_index(text, f"packaged {PACKAGED}")
