@@ -32,6 +32,7 @@ ONE_PAGE_OF_EACH_KIND = [
     "systems/",
     "systems/nccl/",
     "search/?q=watchdog",
+    "diagnose/",
     "404.html",
 ]
 
@@ -240,5 +241,18 @@ def test_large_file_is_scanned_in_chunks_like_the_cli(browser, real_url: str, tm
     data = json.loads(page.locator("#diagnosis-json").text_content())
     assert project(data["report"], data["problems"]) == project(json.loads(cli.stdout), [])
     assert [e["line"] for e in data["report"]["findings"][0]["evidence"]] == [40_000, 80_000, 120_000, 160_000]
+    assert errors == []
+    ctx.close()
+
+
+def test_axe_on_a_rendered_diagnosis(browser, real_url: str) -> None:
+    ctx, page, errors = _page(browser, bypass_csp=True)
+    page.goto(real_url + "diagnose/")
+    case = next(c for c in VECTOR_CASES if c.name == "xid-initiates-watchdog")
+    page.set_input_files("#log-files", [str(p) for p in vector_logs(case)])
+    expect(page.locator("#diagnosis-result")).to_be_visible(timeout=20000)
+    assert page.locator(".finding").first.get_attribute("data-role") == "initiating"
+    assert page.locator(".finding .fix code").count() >= 1
+    assert _axe(page) == []
     assert errors == []
     ctx.close()
