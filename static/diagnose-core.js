@@ -113,6 +113,7 @@ export class Scanner {
     this.lines = 0;
     this.bytes = 0;
     this.clocks = new Set();
+    this.logRanks = new Map();
   }
 
   // Scan one file's text chunk (complete lines only); `base` is the count of lines before it.
@@ -226,19 +227,32 @@ export function buildReport(scanner) {
     first: g.first, evidence: g.evidence, fix: g.signature.fix, verify: g.signature.verify,
   }));
   const first = findings.length && findings[0].role === "initiating" ? findings[0] : null;
+  const suspects = suspectRanks(scanner, findings);
   return {
     schema_version: REPORT_VERSION, inputs: scanner.inputs, lines: scanner.lines, bytes: scanner.bytes,
     initiating: first, initiating_rank: first ? first.first.rank : null,
-    initiating_host: first ? first.first.host : null, findings,
-    missing: missing(scanner, findings, first),
+    initiating_host: first ? first.first.host : null, suspects, findings,
+    missing: missing(scanner, findings, first, suspects),
   };
 }
 
-function missing(scanner, findings, initiating) {
+function suspectRanks(scanner, findings) {
+  const reporting = new Set(findings.filter((f) => f.role === "collateral").flatMap((f) => f.ranks));
+  if (!reporting.size || scanner.logRanks.size < 2) return [];
+  return [...new Set([...scanner.logRanks.values()].filter((r) => !reporting.has(r)))].sort((a, b) => a - b);
+}
+
+function missing(scanner, findings, initiating, suspects) {
   const out = [];
   const confident = findings.filter((f) => f.role !== "note");
   const ranks = [...new Set(confident.flatMap((f) => f.ranks))].sort((a, b) => a - b);
-  if (confident.length && initiating === null) {
+  if (suspects.length && initiating === null) {
+    const names = suspects.join(", ");
+    const noun = suspects.length === 1 ? "Rank" : "Ranks";
+    out.push(`${noun} ${names} printed none of the downstream errors that the other ranks printed, so the `
+      + `collectives were most likely waiting for ${noun.toLowerCase()} ${names}. Read the end of that log and `
+      + "the kernel log (dmesg -T) of its node: an OOM kill, an Xid or a Python traceback there is the origin.");
+  } else if (confident.length && initiating === null) {
     const titles = confident.slice(0, 3).map((f) => f.title).join("; ");
     if (ranks.length <= 1 && scanner.inputs.length === 1) {
       const who = ranks.length ? `rank ${ranks[0]}'s log` : "one log";

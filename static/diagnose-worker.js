@@ -49,6 +49,7 @@ async function scanFile(scanner, file, fileIndex, done, total) {
   scanner.lines += base;
   scanner.bytes += size;
   scanner.inputs.push(file.name);
+  if (rank !== null) scanner.logRanks.set(file.name, rank);
 }
 
 onmessage = async (event) => {

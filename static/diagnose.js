@@ -68,6 +68,9 @@ function render(report, problems) {
   const findings = el("ol", null, "findings");
   report.findings.forEach((f) => findings.append(renderFinding(f)));
   result.append(findings);
+  if (report.suspects.length) {
+    result.append(el("p", `Suspect rank${report.suspects.length > 1 ? "s" : ""}: ${report.suspects.join(", ")}`, "suspects"));
+  }
   if (report.missing.length) {
     result.append(el("h2", "What would settle it"));
     const list = el("ul", null, "missing");

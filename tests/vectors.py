@@ -30,6 +30,8 @@ def project(report: dict[str, Any], problems: list[str]) -> dict[str, Any]:
         "initiating": report["initiating"]["entry"] if report["initiating"] else None,
         "initiating_rank": report["initiating_rank"],
         "initiating_host": report["initiating_host"],
+        "suspects": report["suspects"],
+        "missing_text": report["missing"],
         "lines": report["lines"],
         "findings": [
             {

@@ -69,6 +69,10 @@ class Diagnosis(Contract):
     initiating: Finding | None = Field(description="The finding judged to have started the failure, if any.")
     initiating_rank: int | None = Field(description="Rank of the initiating finding's first line, if known.")
     initiating_host: str | None = Field(description="Host of the initiating finding's first line, if known.")
+    suspects: list[int] = Field(
+        description="Ranks whose logs were given (named by file) but show none of the downstream errors the "
+        "other ranks show: the collectives were most likely waiting for them."
+    )
     findings: list[Finding] = Field(description="Every finding, most likely cause first.")
     missing: list[str] = Field(description="Facts the logs lack that would settle the diagnosis, each a sentence.")
 
@@ -96,7 +100,8 @@ class Collector:
         self.lines = 0
         self.bytes = 0
         self.clocks: set[str] = set()
-        self.file_ranks: dict[str, set[int]] = {}
+        # Ranks named by the log files given (rank-3.log): a rank with a log but no error is telling.
+        self.log_ranks: dict[str, int] = {}
 
     def add(self, hit: Hit, file: str, file_index: int, default_rank: int | None, default_host: str | None) -> None:
         """Record one hit from one file."""
@@ -125,7 +130,6 @@ class Collector:
         group.count += 1
         if where.rank is not None:
             group.ranks.add(where.rank)
-            self.file_ranks.setdefault(file, set()).add(where.rank)
         if where.host:
             group.hosts.add(where.host)
         if len(group.evidence) < EVIDENCE_LINES:
@@ -157,8 +161,6 @@ class Collector:
             if key < mine.first_key:
                 mine.first, mine.first_key = first, key
         self.clocks |= part.clocks
-        for file, ranks in part.file_ranks.items():
-            self.file_ranks.setdefault(file, set()).update(ranks)
 
 
 def _order_key(where: Origin, file_index: int, line: int) -> tuple[object, ...]:
@@ -197,6 +199,7 @@ def build_report(collector: Collector) -> Diagnosis:
     groups.sort(key=lambda g: (order[role(g)], -SEVERITY_RANK[g.signature.severity], g.first_key))
     findings = [_finding(g, role(g)) for g in groups]
     first = findings[0] if findings and findings[0].role == "initiating" else None
+    suspects = _suspects(collector, findings)
     return Diagnosis(
         schema_version=REPORT_VERSION,
         inputs=collector.inputs,
@@ -205,8 +208,9 @@ def build_report(collector: Collector) -> Diagnosis:
         initiating=first,
         initiating_rank=first.first.rank if first else None,
         initiating_host=first.first.host if first else None,
+        suspects=suspects,
         findings=findings,
-        missing=_missing(collector, findings, first),
+        missing=_missing(collector, findings, first, suspects),
     )
 
 
@@ -234,11 +238,28 @@ def _finding(g: _Group, role: Literal["initiating", "independent", "collateral",
     )
 
 
-def _missing(collector: Collector, findings: list[Finding], initiating: Finding | None) -> list[str]:
+def _suspects(collector: Collector, findings: list[Finding]) -> list[int]:
+    reporting = {r for f in findings if f.role == "collateral" for r in f.ranks}
+    if not reporting or len(collector.log_ranks) < 2:
+        return []
+    return sorted({r for r in collector.log_ranks.values() if r not in reporting})
+
+
+def _missing(
+    collector: Collector, findings: list[Finding], initiating: Finding | None, suspects: list[int]
+) -> list[str]:
     missing = []
     confident = [f for f in findings if f.role != "note"]
     ranks = sorted({r for f in confident for r in f.ranks})
-    if confident and initiating is None:
+    if suspects and initiating is None:
+        names = ", ".join(map(str, suspects))
+        noun = "Rank" if len(suspects) == 1 else "Ranks"
+        missing.append(
+            f"{noun} {names} printed none of the downstream errors that the other ranks printed, so the "
+            f"collectives were most likely waiting for {noun.lower()} {names}. Read the end of that log and "
+            "the kernel log (dmesg -T) of its node: an OOM kill, an Xid or a Python traceback there is the origin."
+        )
+    elif confident and initiating is None:
         titles = "; ".join(f.title for f in confident[:3])
         if len(ranks) <= 1 and len(collector.inputs) == 1:
             who = f"rank {ranks[0]}'s log" if ranks else "one log"

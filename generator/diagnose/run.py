@@ -64,6 +64,8 @@ def _scan_source(source: LogSource, position: int, matcher: Matcher, collector: 
                 size += part_bytes
         _SHARED = None
     collector.inputs.append(source.name)
+    if rank is not None:
+        collector.log_ranks[source.name] = rank
     collector.lines += lines
     collector.bytes += size
 
@@ -139,6 +141,9 @@ def render_text(report: Diagnosis) -> str:
     for number, finding in enumerate(report.findings, start=1):
         out.append("")
         out.extend(_finding_text(finding, number))
+    if report.suspects:
+        out.append("")
+        out.append(f"Suspect rank{'s' if len(report.suspects) > 1 else ''}: {', '.join(map(str, report.suspects))}")
     if report.missing:
         out.append("")
         out.append("What would settle it:")
