@@ -49,14 +49,16 @@ def synthetic_corpus(target: Path, copies: int) -> None:
                 copy["id"] = f"{entry['id']}-copy{k}"
                 copy["title"] = f"{entry['title']} (copy {k})"
                 copy["related"] = [f"{r}-copy{k}" for r in entry.get("related", []) if r in ids]
-                copy["signatures"] = [_unique(sig, k) for sig in entry.get("signatures", [])]
+                copy["signatures"] = [_unique(sig, k, entry["id"]) for sig in entry.get("signatures", [])]
             (out / f"{copy['id']}.yaml").write_text(
                 yaml.safe_dump(copy, sort_keys=False, allow_unicode=True), encoding="utf-8"
             )
 
 
-def _unique(sig: dict, k: int) -> dict:
+def _unique(sig: dict, k: int, original: str) -> dict:
     sig = dict(sig)
+    # A copy's example still contains the original's text, so that overlap is declared, as on purpose.
+    sig["overlaps"] = [original]
     tag = f"copy{k}: "
     if "literal" in sig:
         sig["literal"] = tag + sig["literal"]
