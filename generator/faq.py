@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from generator.link import Catalog
+from generator.markup import show_controls
 from generator.schema import Entry
 from generator.taxonomy import CATEGORIES, SYSTEMS
 
@@ -54,7 +55,7 @@ def _production(entry: Entry, _: Catalog) -> str:
     parts = []
     exact = [s for s in entry.signatures if not s.search_key]
     if exact:
-        lines = [ex for s in exact for ex in s.examples][:EXAMPLE_LINES]
+        lines = [show_controls(ex) for s in exact for ex in s.examples][:EXAMPLE_LINES]
         block = "\n".join(lines)
         parts.append(f"The log shows lines like these:\n\n```text\n{block}\n```")
     elif entry.fingerprint:

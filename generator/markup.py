@@ -49,6 +49,14 @@ def render_inline(text: str) -> str:
     return str(_parser().renderInline(text))
 
 
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def show_controls(text: str) -> str:
+    """Replace control characters (a colour code's ESC) with their visible symbols, which HTML allows."""
+    return _CONTROLS.sub(lambda m: "\u2421" if m.group(0) == "\x7f" else chr(0x2400 + ord(m.group(0))), text)
+
+
 _TAG = re.compile(r"<[^>]+>")
 
 

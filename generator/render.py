@@ -13,7 +13,7 @@ from markupsafe import Markup
 
 from generator.faq import expand_faq
 from generator.link import Catalog
-from generator.markup import highlight_code, plain_text, render_inline, render_markdown
+from generator.markup import highlight_code, plain_text, render_inline, render_markdown, show_controls
 from generator.schema import Entry, Hub, HubRef
 from generator.taxonomy import CATEGORIES, SYSTEMS
 
@@ -154,6 +154,7 @@ def _environment(templates: Path) -> jinja2.Environment:
     )
     env.filters["md"] = lambda text: Markup(render_markdown(text)) if text else Markup("")
     env.filters["mdi"] = lambda text: Markup(render_inline(text)) if text else Markup("")
+    env.filters["visible"] = show_controls
     return env
 
 

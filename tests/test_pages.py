@@ -171,3 +171,17 @@ def test_failed_build_never_replaces_a_foreign_folder(corpus: Path, tmp_path: Pa
         raise AssertionError("build replaced a folder it did not create")
     assert (foreign / "notes.txt").read_text() == "keep me"
     shutil.rmtree(foreign)
+
+
+def test_control_characters_in_log_lines_are_shown_not_emitted(corpus: Path, tmp_path: Path) -> None:
+    path = corpus / "entries" / "demo" / "demo-hang.yaml"
+    text = path.read_text(encoding="utf-8").replace(
+        '["[rank0]: demo rank 3 left after 12.5 s"]', '["\\x1b[1m[rank0]:\\x1b[0m demo rank 3 left after 12.5 s"]'
+    )
+    assert "\\x1b" in text
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    build(corpus, out, search=False)
+    page = (out / "failures/demo-hang/index.html").read_text(encoding="utf-8")
+    assert "\x1b" not in page
+    assert "\u241b[1m[rank0]:\u241b[0m demo rank 3" in page
