@@ -12,6 +12,7 @@ const RANK_MARKERS = [
   /\[\d+,(\d+)\]<std(?:out|err)>:/g,
   /\((?:VllmWorker|Worker)[\w-]* rank=(\d+)[^)]*\)/g,
   /\[Rank (\d+)\]/g,
+  /\(EngineCore_DP(\d+) pid=\d+\)/g,
 ];
 const SLURM_PREFIX = /^\s*(\d{1,6}): /;
 const PDSH_PREFIX = /^([A-Za-z][\w-]*\d[\w.-]*): /;

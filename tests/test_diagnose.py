@@ -112,6 +112,7 @@ def test_text_report_leads_with_the_initiating_failure() -> None:
         ("node07: boom", None, "node07", None),
         ("(VllmWorker rank=2 pid=225) ERROR 11-30 01:02:03 [core.py:123] boom", 2, None, "11-30 01:02:03"),
         ("gpu-b042:61533:61790 [0] NCCL WARN boom", None, "gpu-b042", None),
+        ("(EngineCore_DP1 pid=4242) ERROR 11-30 01:02:03 [core.py:708] boom", 1, None, "11-30 01:02:03"),
         ("[12345.678901] NVRM: boom", None, None, "12345.678901"),
         ("Nov 30 01:02:03 node07 kernel: NVRM: boom", None, "node07", "Nov 30 01:02:03"),
     ],

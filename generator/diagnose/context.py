@@ -19,6 +19,7 @@ RANK_MARKERS = [
     re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:"),  # Open MPI --tag-output
     re.compile(r"\((?:VllmWorker|Worker)[\w-]* rank=(\d+)[^)]*\)"),  # vLLM workers
     re.compile(r"\[Rank (\d+)\]"),  # ProcessGroupNCCL messages
+    re.compile(r"\(EngineCore_DP(\d+) pid=\d+\)"),  # vLLM data-parallel engine cores: the DP rank
 ]
 SLURM_PREFIX = re.compile(r"^\s*(\d{1,6}): ")
 # pdsh and similar prefix lines with the host name; a host name carries a digit (node07, gpu-a017).
@@ -28,7 +29,6 @@ NCCL_HEADER = re.compile(r"(?:^|[\s:>\]])([A-Za-z][\w.-]*):(\d+):(\d+) \[(\d+)\]
 SYSLOG = re.compile(
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.+-]+) ([A-Za-z][\w.-]*) \w[\w./-]*(?:\[\d+\])?: "
 )
-ENGINE_CORE = re.compile(r"\((EngineCore(?:_DP\d+)?) pid=\d+\)")
 
 MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), start=1)}
 ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?")
