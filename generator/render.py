@@ -13,7 +13,14 @@ from markupsafe import Markup
 
 from generator.faq import expand_faq
 from generator.link import Catalog
-from generator.markup import highlight_code, plain_text, render_inline, render_markdown, show_controls
+from generator.markup import (
+    highlight_code,
+    plain_markdown,
+    plain_text,
+    render_inline,
+    render_markdown,
+    show_controls,
+)
 from generator.schema import Entry, Hub, HubRef
 from generator.taxonomy import CATEGORIES, SYSTEMS
 
@@ -258,7 +265,7 @@ class Renderer:
             "@context": "https://schema.org",
             "@type": "TechArticle",
             "headline": entry.title,
-            "description": entry.summary,
+            "description": plain_markdown(entry.summary),
             "url": self.site.url(path),
             "datePublished": entry.added.isoformat(),
             "dateModified": entry.updated.isoformat(),
@@ -272,7 +279,7 @@ class Renderer:
         page = self._page(
             path,
             entry.title,
-            entry.summary,
+            plain_markdown(entry.summary),
             [
                 ("All failures", "failures/"),
                 (CATEGORIES[entry.category].name, f"categories/{entry.category}/"),

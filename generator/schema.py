@@ -218,7 +218,10 @@ class Entry(Model):
 
     id: Id = Field(description="Kebab-case id; equals the file name and gives the URL /failures/<id>/.")
     title: Line = Field(description="The failure, named the way the reader would search for it.")
-    summary: Text = Field(max_length=700, description="Two or three plain sentences: what happens and what it is not.")
+    summary: Text = Field(
+        max_length=700,
+        description="Two or three plain sentences: what happens and what it is not (inline Markdown allowed).",
+    )
     category: CategoryId = Field(description="One category id.")
     severity: Literal["low", "medium", "high", "critical"] = Field(description="How badly it hurts a job.")
     layer: Literal["hardware", "software", "configuration", "mixed"] = Field(

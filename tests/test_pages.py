@@ -185,3 +185,19 @@ def test_control_characters_in_log_lines_are_shown_not_emitted(corpus: Path, tmp
     page = (out / "failures/demo-hang/index.html").read_text(encoding="utf-8")
     assert "\x1b" not in page
     assert "\u241b[1m[rank0]:\u241b[0m demo rank 3" in page
+
+
+def test_summary_markdown_renders_on_the_page_and_is_plain_in_metadata(corpus: Path, tmp_path: Path) -> None:
+    path = corpus / "entries" / "demo" / "demo-nan.yaml"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(
+            "summary: The loss becomes NaN and stays there.", "summary: The `loss` becomes NaN and stays there."
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    build(corpus, out, search=False)
+    doc = soup(out, "failures/demo-nan/index.html")
+    assert doc.select_one("p.summary code").get_text() == "loss"
+    assert doc.find("meta", attrs={"name": "description"})["content"] == "The loss becomes NaN and stays there."
+    assert "The loss becomes NaN" in (out / "feed.xml").read_text(encoding="utf-8")
