@@ -165,11 +165,7 @@ def _fingerprint(entry: Entry, _: Catalog) -> str | None:
         return None
     items = []
     for f in entry.fingerprint:
-        window = (
-            f" Window: {f.window}."
-            if f.window and not f.window.endswith(".")
-            else (f" Window: {f.window}" if f.window else "")
-        )
+        window = f" Window: {f.window.rstrip('.')}." if f.window else ""
         items.append(f"{_code(f.metric)}: {f.shape}{window}")
     return _bullets(items)
 

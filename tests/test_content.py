@@ -44,12 +44,16 @@ def test_every_example_belongs_to_its_own_entry_only(catalog) -> None:
                 assert entry.id in claimants and claimants <= {entry.id, *sig.overlaps}, (entry.id, example, claimants)
 
 
-def test_every_signature_has_provenance_and_real_shaped_examples(catalog) -> None:
+def test_signatures_link_their_source_and_bound_interpolated_values(catalog) -> None:
+    from generator.render import source_link
+
     for entry in catalog.entries.values():
         for sig in entry.signatures:
-            assert sig.source and sig.examples
+            _label, url = source_link(sig.source)
+            assert url is not None and url.startswith("https://"), sig.source
             if sig.kind == "regex":
-                assert ".*" not in sig.pattern, (entry.id, sig.pattern)
+                # An interpolated value is bounded by a class, never spanned with a dot.
+                assert not re.search(r"(?<!\\)\.[*+]", sig.pattern), (entry.id, sig.pattern)
 
 
 def test_no_sentence_is_shared_between_entries(catalog) -> None:

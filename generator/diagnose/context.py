@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 # Rank markers that may appear anywhere in a line (interleaved output keeps several per line).

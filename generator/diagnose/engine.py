@@ -43,7 +43,6 @@ class HyperscanMatcher(Matcher):
     def __init__(self, signatures: list[Signature]) -> None:
         import hyperscan
 
-        self._hs = hyperscan
         self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         patterns, ids = [], []
         for i, s in enumerate(signatures):

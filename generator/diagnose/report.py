@@ -77,6 +77,10 @@ class Diagnosis(Contract):
     missing: list[str] = Field(description="Facts the logs lack that would settle the diagnosis, each a sentence.")
 
 
+# (0 for a wall-clock time or 1 for none, the time, file position, line): earliest first.
+OrderKey = tuple[int, tuple[int, ...], int, int]
+
+
 @dataclass
 class _Group:
     signature: Signature
@@ -86,7 +90,7 @@ class _Group:
     hosts: set[str] = field(default_factory=set)
     evidence: list[Evidence] = field(default_factory=list)
     first: Evidence | None = None
-    first_key: tuple[object, ...] = ()
+    first_key: OrderKey = (2, (), 0, 0)  # sorts after every real line
     last_line: tuple[int, int] = (-1, -1)
 
 
@@ -145,7 +149,8 @@ class Collector:
         for entry, theirs in part.groups.items():
             moved = [e.model_copy(update={"line": e.line + line_offset}) for e in theirs.evidence]
             first = theirs.first.model_copy(update={"line": theirs.first.line + line_offset}) if theirs.first else None
-            key = (*theirs.first_key[:3], theirs.first_key[3] + line_offset) if theirs.first_key else ()  # type: ignore[operator]
+            clock, order, file_index, line = theirs.first_key
+            key: OrderKey = (clock, order, file_index, line + line_offset)
             mine = self.groups.get(entry)
             if mine is None:
                 self.groups[entry] = _Group(
@@ -163,7 +168,7 @@ class Collector:
         self.clocks |= part.clocks
 
 
-def _order_key(where: Origin, file_index: int, line: int) -> tuple[object, ...]:
+def _order_key(where: Origin, file_index: int, line: int) -> OrderKey:
     # Lines with a wall-clock time sort by it; the rest keep their order of appearance after them.
     if where.order is not None and where.clock == "wall":
         return (0, where.order, file_index, line)

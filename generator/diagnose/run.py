@@ -44,9 +44,7 @@ def _scan_source(source: LogSource, position: int, matcher: Matcher, collector: 
         and "fork" in multiprocessing.get_all_start_methods()
     )
     if not parallel:
-        stats = Stats()
-        for hit in scan(read_chunks(source), collector.signatures, matcher, stats):
-            collector.add(hit, source.name, position, rank, host)
+        stats = _scan_into(collector, matcher, source, position, rank, host)
         lines, size = stats.lines, stats.bytes
     else:
         assert source.path is not None
@@ -79,11 +77,26 @@ def _scan_part(job: tuple[LogSource, int, int, int, int | None, str | None]) -> 
     assert _SHARED is not None
     signatures, matcher = _SHARED
     part = Collector(signatures)
-    stats = Stats()
-    for hit in scan(read_chunks(source, start, end), signatures, matcher, stats):
-        part.add(hit, source.name, position, rank, host)
+    stats = _scan_into(part, matcher, source, position, rank, host, start, end)
     part.signatures = []  # the parent has them; do not send them back
     return part, stats.lines, stats.bytes
+
+
+def _scan_into(
+    collector: Collector,
+    matcher: Matcher,
+    source: LogSource,
+    position: int,
+    rank: int | None,
+    host: str | None,
+    start: int = 0,
+    end: int | None = None,
+) -> Stats:
+    """Add every hit of a log (or of one byte range of it) to a collector."""
+    stats = Stats()
+    for hit in scan(read_chunks(source, start, end), collector.signatures, matcher, stats):
+        collector.add(hit, source.name, position, rank, host)
+    return stats
 
 
 def _where(e: Evidence) -> str:
