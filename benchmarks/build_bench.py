@@ -58,7 +58,7 @@ def synthetic_corpus(target: Path, copies: int) -> None:
 def _unique(sig: dict, k: int, original: str) -> dict:
     sig = dict(sig)
     # A copy's example still contains the original's text, so that overlap is declared, as on purpose.
-    sig["overlaps"] = [original]
+    sig["refines"] = [original]
     tag = f"copy{k}: "
     if "literal" in sig:
         sig["literal"] = tag + sig["literal"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.crawl import build_crawl_files
+from generator.diagnose.rules import browser_rules
 from generator.errors import Problem, StrictModeError
 from generator.index import build_signature_index
 from generator.link import Catalog, link_catalog
@@ -55,7 +56,9 @@ def build(root: Path, out_dir: Path, *, strict: bool = False, search: bool = Tru
     # Write into a staging folder; Pagefind indexes the finished pages last.
     with staging(out_dir) as stage:
         copy_static(theme / "static", stage)
-        write_files(stage, {**files, "static/pygments.css": pygments_css()})
+        write_files(
+            stage, {**files, "static/pygments.css": pygments_css(), "static/diagnose-rules.js": browser_rules()}
+        )
         if search:
             index_site(stage)
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from generator import __version__
+from generator.diagnose.errors import DiagnoseError
 from generator.errors import ContentError, Problem, StrictModeError, TrainwreckError
 
 
@@ -66,9 +67,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_new(args: argparse.Namespace) -> int:
     """Scaffold a new entry."""
-    from generator.scaffold import scaffold_entry
+    from generator.scaffold import scaffold_entry, scaffold_from_log
 
-    path = scaffold_entry(_root(args), args.id, args.system)
+    if args.from_log:
+        path = scaffold_from_log(_root(args), args.from_log, args.id, args.system)
+    elif args.id is None:
+        raise TrainwreckError("give the new entry's id, or --from-log LOG:LINE to derive it from a log line")
+    else:
+        path = scaffold_entry(_root(args), args.id, args.system or "pytorch")
     print(f"Created {path}. Fill it in, then run `trainwreck validate`: it lists every field still missing.")
     return 0
 
@@ -115,7 +121,8 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Diagnose logs against the signature index."""
-    from generator.diagnose.run import diagnose, render_text
+    from generator.diagnose.run import diagnose
+    from generator.diagnose.text import render_text
 
     report, problems = diagnose(args.paths, Path(args.index) if args.index else None, args.engine)
     for problem in problems:
@@ -129,6 +136,16 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"Wrote a redacted excerpt to {args.redact}", file=sys.stderr)
     if problems:
         return 2
+    return 1 if any(f.role != "note" for f in report.findings) else 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Merge per-node JSON reports into one."""
+    from generator.diagnose.merge import merge_reports
+    from generator.diagnose.text import render_text
+
+    report = merge_reports([Path(p) for p in args.reports], Path(args.index) if args.index else None)
+    print(report.model_dump_json(indent=2) if args.json else render_text(report))
     return 1 if any(f.role != "note" for f in report.findings) else 0
 
 
@@ -151,8 +168,13 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_validate)
 
     n = sub.add_parser("new", help="scaffold a new entry")
-    n.add_argument("id", help="kebab-case id, e.g. nccl-ib-retry-exceeded")
-    n.add_argument("--system", default="pytorch", help="system id; the entry goes to entries/<system>/")
+    n.add_argument("id", nargs="?", help="kebab-case id, e.g. nccl-ib-retry-exceeded")
+    n.add_argument("--system", help="system id; the entry goes to entries/<system>/ (default: pytorch)")
+    n.add_argument(
+        "--from-log",
+        metavar="LOG:LINE",
+        help="prefill the signature and its example from this log line (`diagnose` prints it for an unknown failure)",
+    )
     n.set_defaults(func=cmd_new)
 
     s = sub.add_parser("serve", help="build, serve on 127.0.0.1 and rebuild on change")
@@ -164,18 +186,27 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser(
         "diagnose",
         help="match logs against the signature index and report the failure",
-        description="Exit status: 0 no known failure, 1 a failure found, 2 bad usage or unreadable input.",
+        description="Exit status: 0 no known failure (an exception no entry covers included), 1 a failure "
+        "found, 2 bad usage, an unreadable input or index, or a matcher that is not installed.",
     )
     d.add_argument("paths", nargs="+", metavar="LOG", help="files, folders, globs, .gz files, or - for standard input")
     d.add_argument("--json", action="store_true", help="print the versioned JSON report")
     d.add_argument("--index", help="signatures.jsonl to use (default: the copy shipped with the tool)")
-    d.add_argument(
-        "--engine", default="auto", choices=["auto", "hyperscan", "re2", "literal"], help="candidate matcher"
-    )
+    d.add_argument("--engine", default="auto", help="candidate matcher: auto, hyperscan, re2 or literal")
     d.add_argument(
         "--redact", metavar="FILE", help="also write a shareable excerpt with hosts, IPs, users and tokens masked"
     )
     d.set_defaults(func=cmd_diagnose)
+
+    m = sub.add_parser(
+        "merge",
+        help="merge the JSON reports of several nodes into one timeline",
+        description="Exit status: 0 no known failure, 1 a failure found, 2 unreadable reports.",
+    )
+    m.add_argument("reports", nargs="+", metavar="REPORT", help="files written by `trainwreck diagnose --json`")
+    m.add_argument("--json", action="store_true", help="print the merged JSON report")
+    m.add_argument("--index", help="signatures.jsonl to use (default: the copy shipped with the tool)")
+    m.set_defaults(func=cmd_merge)
 
     r = sub.add_parser("refresh", help="rewrite schema/ and the packaged signature index from the entries")
     r.set_defaults(func=cmd_refresh)
@@ -202,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     except TrainwreckError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except DiagnoseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

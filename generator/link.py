@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from pygments.lexers import get_all_lexers
 
+from generator.diagnose import rules
 from generator.errors import ContentError, Problem
 from generator.load import Document
 from generator.patterns import compile_signature, regex_problem
@@ -149,14 +151,19 @@ def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
                     )
 
 
-def _check_overlaps(validated: Validated, problems: list[Problem]) -> None:
-    """Every example must be matched by its own entry only, unless the overlap is declared."""
+def _check_refinements(validated: Validated, problems: list[Problem]) -> None:
+    """Every example must be matched by its own entry only, unless this signature refines the other entry."""
     compiled = [
         (entry.id, (sig.kind, sig.pattern), compile_signature(sig.kind, sig.pattern))
         for entry, _ in validated.entries
         for sig in entry.signatures
         if sig.kind == "literal" or regex_problem(sig.pattern) is None
     ]
+    refined_by: dict[str, set[str]] = defaultdict(set)
+    for entry, _ in validated.entries:
+        for sig in entry.signatures:
+            for other in sig.refines:
+                refined_by[other].add(entry.id)
     for entry, doc in validated.entries:
         for i, sig in enumerate(entry.signatures):
             own = (sig.kind, sig.pattern)
@@ -165,24 +172,78 @@ def _check_overlaps(validated: Validated, problems: list[Problem]) -> None:
                 others = sorted(
                     {eid for eid, key, rx in compiled if eid != entry.id and key != own and rx.search(example)}
                 )
-                undeclared = [eid for eid in others if eid not in sig.overlaps]
+                undeclared = [eid for eid in others if eid not in sig.refines]
                 if undeclared:
                     problems.append(
                         doc.problem(
                             ("signatures", i, "examples", j),
                             f"example is also matched by entry {', '.join(map(repr, undeclared))}",
-                            "make one of the signatures more specific, or list the entry in this signature's overlaps",
+                            "make one of the signatures more specific, or, when this line says more than the "
+                            "other entry's, list that entry in this signature's refines",
                         )
                     )
-            for k, other in enumerate(sig.overlaps):
+            for k, other in enumerate(sig.refines):
                 if other not in validated.entry_ids:
                     problems.append(
                         doc.problem(
-                            ("signatures", i, "overlaps", k),
+                            ("signatures", i, "refines", k),
                             f"no entry has id {other!r}",
                             did_you_mean(other, validated.entry_ids),
                         )
                     )
+                elif other in refined_by[entry.id]:
+                    problems.append(
+                        doc.problem(
+                            ("signatures", i, "refines", k),
+                            f"entry {other!r} also refines {entry.id!r}",
+                            "a refinement goes one way: keep it on the signature that says more",
+                        )
+                    )
+
+
+FRAME_LINES = [re.compile(rules.TRACEBACK["frame"], re.ASCII), re.compile(rules.TRACEBACK["box_frame"], re.ASCII)]
+
+
+def _frames_of(example: str) -> list[tuple[str, str]]:
+    """The (path, function) of each frame line in a frame signature's example."""
+    found = []
+    for line in example.splitlines():
+        for rx in FRAME_LINES:
+            if m := rx.match(line.strip(" ")) or rx.match(line):
+                found.append((m.group(1).replace("\\", "/"), m.group(3)))
+                break
+    return found
+
+
+def _check_frames_and_wraps(validated: Validated, problems: list[Problem]) -> None:
+    for entry, doc in validated.entries:
+        for i, frames in enumerate(entry.frames):
+            calls = [(c.path, c.function) for c in frames.calls]
+            for j, example in enumerate(frames.examples):
+                seen = _frames_of(example)
+                runs = [seen[k : k + len(calls)] for k in range(len(seen) - len(calls) + 1)]
+                if not any(
+                    all(("/" + p).endswith("/" + cp) and f == cf for (p, f), (cp, cf) in zip(run, calls, strict=True))
+                    for run in runs
+                ):
+                    problems.append(
+                        doc.problem(
+                            ("frames", i, "examples", j),
+                            "example does not show the calls in a row"
+                            if seen
+                            else "example holds no frame line ('  File \"…\", line N, in f')",
+                            "calls: " + " > ".join(f"{p} in {f}" for p, f in calls),
+                        )
+                    )
+        for k, wrapped in enumerate(entry.wraps):
+            if wrapped != "*" and wrapped not in validated.entry_ids:
+                problems.append(
+                    doc.problem(
+                        ("wraps", k), f"no entry has id {wrapped!r}", did_you_mean(wrapped, validated.entry_ids)
+                    )
+                )
+            elif wrapped == entry.id:
+                problems.append(doc.problem(("wraps", k), "an entry cannot wrap itself"))
 
 
 def _warnings(
@@ -233,7 +294,8 @@ def link_catalog(validated: Validated) -> Catalog:
     _check_references(validated, problems)
     _check_signatures(validated, problems)
     _check_languages(validated, problems)
-    _check_overlaps(validated, problems)
+    _check_refinements(validated, problems)
+    _check_frames_and_wraps(validated, problems)
     if problems or validated.site is None or validated.tags is None:
         raise ContentError(problems)
 

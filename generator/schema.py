@@ -104,11 +104,19 @@ class Signature(Model):
         ),
     )
     note: Line | None = Field(default=None, description="What this particular line tells the reader.")
-    overlaps: list[Id] = Field(
+    lead: bool = Field(
+        default=False,
+        description=(
+            "True when healthy runs print this line by design (a warning a normal fine-tune shows): the "
+            "diagnosis reports it as a note, never as the failure."
+        ),
+    )
+    refines: list[Id] = Field(
         default_factory=list,
         description=(
-            "Entries whose signatures also match these examples, on purpose (a generic line that a more "
-            "specific entry refines). Undeclared overlaps are errors."
+            "Entries whose signatures also match these examples, on purpose: this signature says more about "
+            "the same line (fragmentation refines out-of-memory), so where both match a line, this one wins. "
+            "Any other entry that matches an example is an error."
         ),
     )
 
@@ -153,12 +161,77 @@ class Check(Model):
     outcome: Text = Field(description="What each result means (Markdown).")
 
 
+class Detect(Model):
+    """The fingerprint as a condition the diagnosis engine evaluates on metric lines."""
+
+    metrics: list[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]] = Field(
+        min_length=1,
+        description=(
+            "Metric names as logs print them, normalised: lower case, words joined by '_' "
+            "('grad norm' and 'grad_norm' are both `grad_norm`; Megatron's 'lm loss' is `lm_loss`)."
+        ),
+    )
+    condition: Literal["non-finite", "below", "above", "halved", "jump", "rising"] = Field(
+        description=(
+            "'non-finite': NaN or inf; 'below': under `threshold`; 'above': over it; "
+            "'halved': each reading half the one before; "
+            "'jump': `threshold` orders of magnitude above the lowest reading so far; 'rising': a counter that "
+            "goes up reading after reading."
+        )
+    )
+    count: int = Field(
+        ge=1, le=1000, description="How many readings in a row the condition must hold for (halvings or rises)."
+    )
+    threshold: float | None = Field(
+        default=None, description="The bound for 'below' and 'above'; the orders of magnitude for 'jump'."
+    )
+
+    @model_validator(mode="after")
+    def _threshold(self) -> Detect:
+        if self.condition in ("below", "above", "jump") and self.threshold is None:
+            raise ValueError(f"threshold: the condition {self.condition!r} needs a threshold")
+        return self
+
+
 class Fingerprint(Model):
     """A metric shape to alert on, for failures that print nothing."""
 
     metric: Line = Field(description="The metric, e.g. `grad_norm` or `loss_scale`.")
     shape: Text = Field(description="The pattern that marks the failure, as a shape rather than a magic number.")
     window: Line | None = Field(default=None, description="Over how many steps or how much time to look.")
+    detect: Detect | None = Field(
+        default=None, description="The shape as a condition `trainwreck diagnose` evaluates on the log's metric lines."
+    )
+
+
+class CallRef(Model):
+    """One traceback frame of a frame signature."""
+
+    path: Annotated[str, StringConstraints(pattern=r"^[\w./-]+\.py$", max_length=200)] = Field(
+        description="A suffix of the file path, from the package folder on: `torch/utils/cpp_extension.py`."
+    )
+    function: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_<][\w<>]*$", max_length=100)] = Field(
+        description="The function name the frame prints after 'in'."
+    )
+
+
+class FrameSignature(Model):
+    """Traceback frames that identify the failure when the log stops before the exception's message."""
+
+    calls: list[CallRef] = Field(
+        min_length=1,
+        description="Frames that appear one after another in the traceback, caller first: the function that "
+        "raises, and the callers above it that make it this failure rather than another.",
+    )
+    source: Annotated[str, StringConstraints(pattern=SOURCE_PATTERN)] = Field(
+        description="Where upstream defines the innermost function: `owner/repo:path` or `pypi:package==version:path`."
+    )
+    examples: list[LogLine] = Field(
+        min_length=1,
+        description="Each a run of frame lines as a traceback prints them ('  File \"…\", line N, in f'), "
+        "one per line, that the calls must match.",
+    )
+    note: Line | None = Field(default=None, description="Why these frames mean this failure.")
 
 
 class CodeExample(Model):
@@ -234,8 +307,19 @@ class Entry(Model):
     signatures: list[Signature] = Field(
         default_factory=list, description="Log text that identifies the failure; empty for silent failures."
     )
+    frames: list[FrameSignature] = Field(
+        default_factory=list,
+        description="Traceback frames that identify the failure when the exception's message is missing.",
+    )
     fingerprint: list[Fingerprint] = Field(
         default_factory=list, description="Metric shapes to alert on; required when there are no signatures."
+    )
+    wraps: list[Annotated[str, StringConstraints(pattern=r"^(\*|[a-z0-9]+(-[a-z0-9]+)*)$")]] = Field(
+        default_factory=list,
+        description=(
+            "Entries whose failures this error carries inside it, or '*' for any failure (torchrun's "
+            "ChildFailedError carries whatever killed the worker): when one is found too, this one is the wrapper."
+        ),
     )
     observations: list[Text] = Field(min_length=1, description="What you observe, one item per observation.")
     symptoms: list[Symptom] = Field(default_factory=list, description="Symptom to cause rows.")

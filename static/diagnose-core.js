@@ -1,63 +1,118 @@
-// The diagnosis engine for the browser: the same rules as generator/diagnose/*.py, in the same order.
-// The shared test vectors under tests/vectors/ run through both, so the two cannot drift apart.
+// The diagnosis engine for the browser: the interpreter of the tables in diagnose-rules.js, which
+// `trainwreck build` generates from generator/diagnose/rules.py. It follows generator/diagnose/
+// collect.py and judge.py step by step; the test suite runs both on every corpus case and vector
+// and requires the same JSON report.
+import RULES from "./diagnose-rules.js";
 
-export const REPORT_VERSION = 1;
-const EVIDENCE_LINES = 5;
-const TEXT_LIMIT = 400;
-const SEVERITY_RANK = { critical: 3, high: 2, medium: 1, low: 0 };
+export const REPORT_VERSION = 2;
+const INDEX_VERSION = 2;
+const LIMITS = RULES.LIMITS;
+const SEVERITY_RANK = { low: 0, medium: 1, high: 2, critical: 3 };
 
-const ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07/g;
-const RANK_MARKERS = [
-  /\[(?:rank|default)(\d+)\]:/g,
-  /\[\d+,(\d+)\]<std(?:out|err)>:/g,
-  /\((?:VllmWorker|Worker)[\w-]* rank=(\d+)[^)]*\)/g,
-  /\[Rank (\d+)\]/g,
-  /\(EngineCore_DP(\d+) pid=\d+\)/g,
-];
-const SLURM_PREFIX = /^\s*(\d{1,6}): /;
-const PDSH_PREFIX = /^([A-Za-z][\w-]*\d[\w.-]*): /;
-const NCCL_HEADER = /(?:^|[\s:>\]])([A-Za-z][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL /;
-const SYSLOG = /^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.+-]+) ([A-Za-z][\w.-]*) \w[\w./-]*(?:\[\d+\])?: /;
-const MONTHS = { Jan: 1, Feb: 2, Mar: 3, Apr: 4, May: 5, Jun: 6, Jul: 7, Aug: 8, Sep: 9, Oct: 10, Nov: 11, Dec: 12 };
-const ISO = /(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?/;
-const GLOG = /[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})/;
-const VLLM = /(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)/;
-const CTIME = /\[?[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]?/;
-const SYSLOG_TIME = /^([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) /;
-const DMESG = /^\[\s*(\d+\.\d+)\]/;
-const FILE_RANK = /(?:^|[^a-z])(?:rank|proc|worker)[-_.]?(\d+)/i;
-const FILE_HOST = /^([A-Za-z][A-Za-z-]*\d+)(?:[._-]|$)/;
+// Python's re (with re.ASCII) and JavaScript differ on \s (JavaScript adds Unicode spaces) and on
+// "." (JavaScript also stops at \r); rewrite both so a pattern means what it means in Python.
+export function portable(source) {
+  let out = "";
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const ch = source[i];
+    if (ch === "\\") {
+      const next = source[i + 1];
+      if (next === "s") out += inClass ? "\\t\\n\\v\\f\\r " : "[\\t\\n\\v\\f\\r ]";
+      else if (next === "S" && !inClass) out += "[^\\t\\n\\v\\f\\r ]";
+      else out += ch + next;
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (ch === "]") inClass = false;
+    } else if (ch === "[") {
+      inClass = true;
+      // A leading ']' (or '^]') is literal in Python: keep it literal here too.
+      if (source[i + 1] === "^") { out += "[^"; i++; }
+      else out += "[";
+      if (source[i + 1] === "]") { out += "\\]"; i++; }
+      continue;
+    } else if (ch === ".") {
+      out += "[^\\n]";
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+const rx = (source, flags = "") => new RegExp(portable(source), flags);
+const ANSI = rx(RULES.ANSI, "g");
+const RANK_MARKERS = RULES.RANK_MARKERS.map((s) => rx(s, "g"));
+const MESSAGE_RANKS = RULES.MESSAGE_RANKS.map((s) => rx(s));
+const SLURM_PREFIX = rx(RULES.SLURM_PREFIX);
+const PDSH_PREFIX = rx(RULES.PDSH_PREFIX);
+const NCCL_HEADER = rx(RULES.NCCL_HEADER);
+const SYSLOG = rx(RULES.SYSLOG);
+const TIMES = RULES.TIMES.map((t) => ({ ...t, re: rx(t.regex) }));
+const MONTHS = Object.fromEntries(RULES.MONTHS.map((m, i) => [m, i + 1]));
+const FILE_RANK = rx(RULES.FILE_RANK, "i");
+const FILE_HOST = rx(RULES.FILE_HOST);
+const DECORATION = rx(RULES.DECORATION);
+const HEADER = rx(RULES.TRACEBACK.header);
+const FRAME = rx(RULES.TRACEBACK.frame);
+const BOX_FRAME = rx(RULES.TRACEBACK.box_frame);
+const CHAIN = rx(RULES.TRACEBACK.chain);
+const EXCEPTION = rx(RULES.TRACEBACK.exception);
+const PACKAGE = rx(RULES.TRACEBACK.package);
+const STDLIB = rx(RULES.TRACEBACK.stdlib);
+const METRIC = rx(RULES.METRIC, "g");
 
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+// Python slices strings by code point, JavaScript by UTF-16 unit: cut the way Python does.
+const cut = (s, n) => (s.length <= n ? s : Array.from(s).slice(0, n).join(""));
+const fmt = (template, values) => template.replace(/\{(\w+)\}/g, (_, k) => String(values[k]));
 
 export function parseIndex(text) {
   const signatures = [];
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     const r = JSON.parse(line);
-    if (r.schema_version !== 1) throw new Error(`index schema_version ${r.schema_version} is not supported`);
-    const source = r.kind === "literal" ? escapeRegExp(r.pattern) : r.pattern;
-    signatures.push({ ...r, source, regex: new RegExp(source), specificity: specificity(r) });
+    if (r.schema_version !== INDEX_VERSION) throw new Error(`index schema_version ${r.schema_version} is not supported`);
+    const isLine = r.kind === "literal" || r.kind === "regex";
+    const source = r.kind === "literal" ? escapeRegExp(r.pattern) : r.kind === "regex" ? r.pattern : "";
+    signatures.push({
+      record: r, position: signatures.length, entry: r.entry, isLine, source,
+      regex: isLine ? rx(source) : null, specificity: specificity(r),
+    });
   }
   return signatures;
 }
 
 function specificity(r) {
-  return r.kind === "regex" ? r.pattern.replace(/\\.|[\[\](){}*+?|^$]/g, "").length : r.pattern.length;
+  if (r.kind === "regex") return Array.from(r.pattern.replace(/\\.|[\[\](){}*+?|^$]/g, "")).length;
+  return r.kind === "literal" ? Array.from(r.pattern).length : 0;
 }
 
-function frac(digits) {
+function fraction(digits) {
   return parseInt((digits || "0").padEnd(6, "0").slice(0, 6), 10);
 }
 
-function timeOf(line) {
-  let m;
-  if ((m = ISO.exec(line))) return [m[0], [+m[2], +m[3], +m[4], +m[5], +m[6], frac(m[7])], "wall"];
-  if ((m = GLOG.exec(line))) return [m[0].slice(1), [+m[1], +m[2], +m[3], +m[4], +m[5], frac(m[6])], "wall"];
-  if ((m = VLLM.exec(line))) return [m[0].split(" ").slice(1).join(" "), [+m[1], +m[2], +m[3], +m[4], +m[5], 0], "wall"];
-  if ((m = CTIME.exec(line)) && MONTHS[m[1]]) return [m[0].replace(/^\[|\]$/g, ""), [MONTHS[m[1]], +m[2], +m[3], +m[4], +m[5], 0], "wall"];
-  if ((m = SYSLOG_TIME.exec(line)) && MONTHS[m[1]]) return [m[0].trim(), [MONTHS[m[1]], +m[2], +m[3], +m[4], +m[5], 0], "wall"];
-  if ((m = DMESG.exec(line))) return [m[1], [Math.trunc(parseFloat(m[1]) * 1000000)], "boot"];
+export function readTime(line) {
+  for (const spec of TIMES) {
+    const m = spec.re.exec(line);
+    if (!m) continue;
+    if (spec.clock === "boot") {
+      const [whole, frac] = m[1].split(".");
+      return [m[spec.text], [parseInt(whole, 10) * 1000000 + fraction(frac)], "boot"];
+    }
+    const f = spec.fields;
+    let month;
+    if (spec.month_name) {
+      month = MONTHS[m[f[0]]];
+      if (month === undefined) continue;
+    } else {
+      month = parseInt(m[f[0]], 10);
+    }
+    const values = [month, ...f.slice(1, 5).map((g) => parseInt(m[g], 10)), f[5] ? fraction(m[f[5]]) : 0];
+    return [m[spec.text], values, "wall"];
+  }
   return [null, null, null];
 }
 
@@ -76,6 +131,7 @@ export function origin(line, at, defaultRank, defaultHost) {
     let m;
     while ((m = marker.exec(line)) && m.index <= at) {
       if (m.index > best) { best = m.index; rank = parseInt(m[1], 10); }
+      if (m[0].length === 0) marker.lastIndex++;
     }
   }
   let host = null;
@@ -83,8 +139,13 @@ export function origin(line, at, defaultRank, defaultHost) {
   if ((m = NCCL_HEADER.exec(line))) host = m[1];
   else if ((m = SYSLOG.exec(line))) host = m[1];
   if (rank === null && (m = SLURM_PREFIX.exec(line))) rank = parseInt(m[1], 10);
-  if (host === null && (m = PDSH_PREFIX.exec(line)) && !/^rank/i.test(m[1])) host = m[1];
-  const [time, order, clock] = timeOf(line);
+  if (rank === null) {
+    for (const marker of MESSAGE_RANKS) {
+      if ((m = marker.exec(line))) { rank = parseInt(m[1], 10); break; }
+    }
+  }
+  if (host === null && (m = PDSH_PREFIX.exec(line)) && !m[1].toLowerCase().startsWith("rank")) host = m[1];
+  const [time, order, clock] = readTime(line);
   return { rank: rank !== null ? rank : defaultRank, host: host || defaultHost, time, order, clock };
 }
 
@@ -94,91 +155,38 @@ export function visible(line, at) {
   return end === -1 ? line.slice(start) : line.slice(start, end);
 }
 
+export function payload(line) {
+  for (let i = 0; i < LIMITS.decoration_passes; i++) {
+    const m = DECORATION.exec(line);
+    if (!m || m[0].length === 0) break;
+    line = line.slice(m[0].length);
+  }
+  return line.replace(/^[ \t]+/, "");
+}
+
 export function normalise(text) {
   return text.includes("\x1b") ? text.replace(ANSI, "") : text;
 }
 
-// The pattern, and for patterns with a double quote also its JSON-escaped form.
 function quoteVariants(source) {
   return source.includes('"') ? [source, source.split('"').join('\\\\"')] : [source];
 }
 
-// Scans line-aligned chunks of text; keeps only bounded per-entry groups.
-export class Scanner {
-  constructor(signatures) {
-    this.signatures = signatures;
-    const pieces = [...new Set(signatures.flatMap((s) => quoteVariants(s.required ? escapeRegExp(s.required) : s.source)))];
-    this.prefilter = new RegExp(pieces.join("|"), "g");
-    this.groups = new Map();
-    this.inputs = [];
-    this.lines = 0;
-    this.bytes = 0;
-    this.clocks = new Set();
-    this.logRanks = new Map();
-  }
+// Each letter either case, so the candidate pattern admits every spelling the reader normalises.
+function metricPattern(name) {
+  const word = (w) => [...w].map((c) => (/[a-z]/.test(c) ? `[${c}${c.toUpperCase()}]` : escapeRegExp(c))).join("");
+  return name.split("_").map(word).join("[ _/.-]+") + "['\"]?\\s*[:=]";
+}
 
-  // Scan one file's text chunk (complete lines only); `base` is the count of lines before it.
-  scanChunk(raw, file, fileIndex, base, defaultRank, defaultHost) {
-    const text = normalise(raw);
-    const rx = this.prefilter;
-    rx.lastIndex = 0;
-    let m;
-    let lineStart = 0;
-    let lineNumber = base + 1;
-    while ((m = rx.exec(text))) {
-      const start = text.lastIndexOf("\n", m.index - 1) + 1;
-      for (let i = lineStart; i < start; i++) if (text.charCodeAt(i) === 10) lineNumber++;
-      lineStart = start;
-      let stop = text.indexOf("\n", m.index);
-      if (stop === -1) stop = text.length;
-      let line = text.slice(start, stop);
-      if (line.endsWith("\r")) line = line.slice(0, -1);
-      const escaped = line.includes('\\"');
-      const unescaped = escaped ? line.split('\\"').join('"') : line;
-      this.signatures.forEach((sig) => {
-        let hit = sig.regex.exec(line);
-        if (hit) {
-          this.add(sig, line, hit.index, file, fileIndex, lineNumber, defaultRank, defaultHost);
-        } else if (escaped && (hit = sig.regex.exec(unescaped))) {
-          // A line logged inside a JSON string: match it as it was printed.
-          this.add(sig, unescaped, hit.index, file, fileIndex, lineNumber, defaultRank, defaultHost);
-        }
-      });
-      rx.lastIndex = stop;
-    }
-    let newlines = 0;
-    for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) newlines++;
-    return newlines;
-  }
+export function metricKey(name) {
+  return name.toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "");
+}
 
-  add(sig, line, at, file, fileIndex, lineNumber, defaultRank, defaultHost) {
-    let g = this.groups.get(sig.entry);
-    if (g && g.lastFile === fileIndex && g.lastLine === lineNumber) {
-      // Two signatures of one entry on one line: one line of evidence, the more specific pattern.
-      if (sig.specificity > g.signature.specificity) g.signature = sig;
-      return;
-    }
-    const where = origin(line, at, defaultRank, defaultHost);
-    const evidence = {
-      file, line: lineNumber, rank: where.rank, host: where.host, time: where.time,
-      text: visible(line, at).slice(0, TEXT_LIMIT), signature: sig.id,
-    };
-    if (!g) {
-      g = { signature: sig, entry: sig.entry, count: 0, ranks: new Set(), hosts: new Set(), evidence: [], first: null, firstKey: null };
-      this.groups.set(sig.entry, g);
-    } else if (sig.specificity > g.signature.specificity) {
-      g.signature = sig;
-    }
-    g.lastFile = fileIndex;
-    g.lastLine = lineNumber;
-    g.count++;
-    if (where.rank !== null) g.ranks.add(where.rank);
-    if (where.host) g.hosts.add(where.host);
-    if (g.evidence.length < EVIDENCE_LINES) g.evidence.push(evidence);
-    if (where.clock) this.clocks.add(where.clock);
-    const key = where.order && where.clock === "wall" ? [0, where.order, fileIndex, lineNumber] : [1, [], fileIndex, lineNumber];
-    if (g.first === null || compareKeys(key, g.firstKey) < 0) { g.first = evidence; g.firstKey = key; }
-  }
+function reading(text) {
+  const bare = text.toLowerCase().replace(/^[+-]+/, "");
+  if (bare === "nan") return NaN;
+  if (bare === "inf" || bare === "infinity") return text.startsWith("-") ? -Infinity : Infinity;
+  return Number(text);
 }
 
 function compareLists(a, b) {
@@ -186,55 +194,370 @@ function compareLists(a, b) {
   return a.length - b.length;
 }
 
-function compareKeys(a, b) {
-  if (a[0] !== b[0]) return a[0] - b[0];
-  const c = compareLists(a[1], b[1]);
-  if (c) return c;
-  if (a[2] !== b[2]) return a[2] - b[2];
-  return a[3] - b[3];
+// Scans line-aligned chunks of text and keeps bounded state: the same steps as collect.py.
+export class Scanner {
+  constructor(signatures) {
+    this.signatures = signatures;
+    this.lineSignatures = signatures.filter((s) => s.isLine);
+    this.frameSignatures = signatures.filter((s) => s.record.kind === "frames");
+    this.watched = new Map();
+    for (const s of signatures) {
+      for (const metric of s.record.detector ? s.record.detector.metrics : []) {
+        if (!this.watched.has(metric)) this.watched.set(metric, []);
+        this.watched.get(metric).push(s);
+      }
+    }
+    const pieces = new Set();
+    for (const s of this.lineSignatures) {
+      for (const v of quoteVariants(s.record.required ? escapeRegExp(s.record.required) : portable(s.source))) pieces.add(v);
+    }
+    for (const p of RULES.STRUCTURE) for (const v of quoteVariants(portable(p))) pieces.add(v);
+    for (const m of [...this.watched.keys()].sort()) pieces.add(portable(metricPattern(m)));
+    this.prefilter = new RegExp([...pieces].join("|"), "gm");
+    this.groups = new Map();
+    this.inputs = [];
+    this.lines = 0;
+    this.bytes = 0;
+    this.clocks = new Set();
+    this.logRanks = new Map();
+    this.exceptions = [];
+    this.truncated = false;
+    this.file = null;
+  }
+
+  begin(name, position, rank, host) {
+    this.file = { name, position, rank, host, lastOrder: null, streams: new Map() };
+  }
+
+  end() {
+    for (const [rank, stream] of this.file.streams) if (stream.traceback) this.close(stream, rank, null);
+    this.file = null;
+  }
+
+  // Scan one chunk of complete lines; `base` is the count of lines before it. Returns its line count.
+  scanChunk(raw, base) {
+    const text = normalise(raw);
+    const re = this.prefilter;
+    re.lastIndex = 0;
+    let m;
+    let lineStart = 0;
+    let lineNumber = base + 1;
+    while ((m = re.exec(text))) {
+      const start = text.lastIndexOf("\n", m.index - 1) + 1;
+      for (let i = lineStart; i < start; i++) if (text.charCodeAt(i) === 10) lineNumber++;
+      lineStart = start;
+      let stop = text.indexOf("\n", m.index);
+      if (stop === -1) stop = text.length;
+      let line = text.slice(start, stop);
+      if (line.endsWith("\r")) line = line.slice(0, -1);
+      this.line(lineNumber, line);
+      re.lastIndex = stop + 1;
+    }
+    let newlines = 0;
+    for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) newlines++;
+    return newlines;
+  }
+
+  line(number, text) {
+    const f = this.file;
+    const where = origin(text, 0, f.rank, f.host);
+    if (where.clock === "wall" && where.order !== null) f.lastOrder = where.order;
+    if (where.clock) this.clocks.add(where.clock);
+    const matched = this.matchSignatures(number, text, where);
+    const escaped = text.includes("\\n") && (text.includes("Traceback") || text.includes('File \\"'));
+    const subs = escaped ? text.split("\\n").map((s) => s.split('\\"').join('"')) : [text];
+    for (const sub of subs) {
+      for (const segment of sub.split("\r")) if (segment) this.grammar(segment, number, where, matched);
+    }
+  }
+
+  matchSignatures(number, text, where) {
+    const escaped = text.includes('\\"');
+    const unescaped = escaped ? text.split('\\"').join('"') : text;
+    const hits = [];
+    for (const sig of this.lineSignatures) {
+      let hit = sig.regex.exec(text);
+      if (hit) hits.push([sig, text, hit.index]);
+      else if (escaped && (hit = sig.regex.exec(unescaped))) hits.push([sig, unescaped, hit.index]);
+    }
+    if (!hits.length) return false;
+    const refined = new Set(hits.flatMap(([sig]) => sig.record.refines));
+    for (const [sig, view, at] of hits) {
+      if (!refined.has(sig.entry)) this.add(sig, number, view, at, origin(view, at, where.rank, where.host), "line", null);
+    }
+    return true;
+  }
+
+  grammar(segment, number, where, matched) {
+    const f = this.file;
+    const body = payload(segment);
+    let stream = f.streams.get(where.rank);
+    if (!stream) { stream = { traceback: null, detectors: new Map() }; f.streams.set(where.rank, stream); }
+    if (HEADER.test(body)) {
+      if (stream.traceback && stream.traceback.frames.length) this.close(stream, where.rank, null);
+      stream.traceback = { start: number, frames: [] };
+      return;
+    }
+    let m = FRAME.exec(body) || BOX_FRAME.exec(body);
+    if (m) {
+      if (!stream.traceback) stream.traceback = { start: number, frames: [] };
+      const frames = stream.traceback.frames;
+      frames.push({ path: m[1].split("\\").join("/"), line: parseInt(m[2], 10), function: m[3], number, text: segment });
+      if (frames.length > LIMITS.frames_kept) frames.shift();
+      return;
+    }
+    if (CHAIN.test(body)) return;
+    m = EXCEPTION.exec(body);
+    if (m) {
+      const record = {
+        type: m[1], message: cut(m[2] || "", LIMITS.text_limit), frames: [], file: f.name, number, where,
+        text: cut(segment, LIMITS.text_limit), matched,
+      };
+      if (stream.traceback) {
+        record.frames = stream.traceback.frames;
+        this.close(stream, where.rank, record);
+      } else {
+        this.record(record);
+      }
+      return;
+    }
+    if (this.watched.size) {
+      METRIC.lastIndex = 0;
+      let found;
+      while ((found = METRIC.exec(body))) {
+        const detectors = this.watched.get(metricKey(found[1]));
+        if (detectors) {
+          const value = reading(found[2]);
+          const at = found.index + found[0].length - found[2].length;
+          for (const sig of detectors) {
+            if (this.evaluate(sig, stream, value)) this.add(sig, number, segment, at, where, "metric", null);
+          }
+        }
+        if (found[0].length === 0) METRIC.lastIndex++;
+      }
+    }
+  }
+
+  close(stream, rank, record) {
+    const tb = stream.traceback;
+    stream.traceback = null;
+    if (!tb) return;
+    if (record === null) {
+      if (tb.frames.length) this.truncated = true;
+    } else {
+      this.record(record);
+    }
+    if (record !== null && record.matched) return;
+    for (const sig of this.frameSignatures) {
+      const frame = findCalls(tb.frames, sig);
+      if (frame) this.add(sig, frame.number, frame.text, 0, origin(frame.text, 0, rank, this.file.host), "frames", rank);
+    }
+  }
+
+  record(record) {
+    if (this.exceptions.length < LIMITS.exceptions_kept) this.exceptions.push(record);
+  }
+
+  evaluate(sig, stream, value) {
+    const d = sig.record.detector;
+    let state = stream.detectors.get(sig.position);
+    if (!state) { state = { run: 0, last: null, low: null }; stream.detectors.set(sig.position, state); }
+    const finite = Number.isFinite(value);
+    const last = state.last;
+    let holds = false;
+    if (d.condition === "non-finite") {
+      state.run = finite ? 0 : state.run + 1;
+      holds = !finite;
+    } else if (d.condition === "below" || d.condition === "above") {
+      holds = finite && (d.condition === "below" ? value < d.threshold : value > d.threshold);
+      state.run = holds ? state.run + 1 : 0;
+    } else if (d.condition === "halved") {
+      if (last !== null && finite && Number.isFinite(last) && last > 0) {
+        if (value <= last / 2) { state.run++; holds = true; }
+        else if (value !== last) state.run = 0;
+      }
+    } else if (d.condition === "jump") {
+      holds = finite && state.low !== null && value >= state.low * 10 ** d.threshold;
+      state.run = holds ? state.run + 1 : 0;
+      if (finite && value > 0 && (state.low === null || value < state.low)) state.low = value;
+    } else if (d.condition === "rising") {
+      if (last !== null && finite && Number.isFinite(last)) {
+        if (value > last) { state.run++; holds = true; }
+        else if (value < last) state.run = 0;
+      }
+    }
+    state.last = value;
+    return holds && state.run >= d.count;
+  }
+
+  add(sig, number, view, at, where, via, rank) {
+    const f = this.file;
+    let g = this.groups.get(sig.entry);
+    if (g && g.lastFile === f.position && g.lastLine === number) {
+      // Two signatures of one entry on one line: one line of evidence, the more specific pattern.
+      if (sig.specificity > g.signature.specificity) g.signature = sig;
+      return;
+    }
+    const lineRank = where.rank !== null ? where.rank : rank;
+    const order = where.clock === "wall" && where.order !== null ? where.order : f.lastOrder;
+    const evidence = {
+      file: f.name, line: number, rank: lineRank, host: where.host, time: where.time,
+      order: order !== null ? [...order] : null, text: cut(visible(view, at), LIMITS.text_limit),
+      signature: sig.record.id, via,
+    };
+    if (!g) {
+      g = {
+        signature: sig, count: 0, ranks: new Set(), hosts: new Set(), evidence: [], firstSeen: null,
+        firstSeenAt: null, firstTimed: null, firstTimedAt: null, vias: new Set(), lastFile: -1, lastLine: -1,
+      };
+      this.groups.set(sig.entry, g);
+    } else if (sig.specificity > g.signature.specificity) {
+      g.signature = sig;
+    }
+    g.lastFile = f.position;
+    g.lastLine = number;
+    g.count++;
+    g.vias.add(via);
+    if (lineRank !== null) g.ranks.add(lineRank);
+    if (where.host) g.hosts.add(where.host);
+    if (g.evidence.length < LIMITS.evidence_lines) g.evidence.push(evidence);
+    const seen = [f.position, number];
+    if (g.firstSeen === null || compareLists(seen, g.firstSeenAt) < 0) { g.firstSeen = evidence; g.firstSeenAt = seen; }
+    if (order !== null) {
+      const timed = [order, f.position, number];
+      if (g.firstTimed === null || compareTimed(timed, g.firstTimedAt) < 0) { g.firstTimed = evidence; g.firstTimedAt = timed; }
+    }
+  }
 }
 
-function confidence(sig) {
-  if (sig.search_key || sig.severity === "low") return "low";
-  return sig.severity === "high" || sig.severity === "critical" ? "high" : "medium";
+function compareTimed(a, b) {
+  return compareLists(a[0], b[0]) || a[1] - b[1] || a[2] - b[2];
+}
+
+function findCalls(frames, sig) {
+  const calls = sig.record.calls;
+  for (let i = 0; i + calls.length <= frames.length; i++) {
+    const run = frames.slice(i, i + calls.length);
+    if (run.every((f, k) => f.function === calls[k].function && ("/" + f.path).endsWith("/" + calls[k].path))) {
+      return run[run.length - 1];
+    }
+  }
+  return null;
+}
+
+// -- judge: the same steps as judge.py ------------------------------------------------------------
+
+function confidence(g) {
+  const r = g.signature.record;
+  if (r.search_key || r.lead || r.severity === "low") return "low";
+  if (r.severity === "medium" || !g.vias.has("line")) return "medium";
+  return "high";
+}
+
+function orderKey(g, positions, byTime) {
+  if (byTime && g.firstTimed !== null && g.firstTimed.order !== null) {
+    const e = g.firstTimed;
+    return [0, e.order, positions.get(e.file), e.line];
+  }
+  const e = g.firstSeen;
+  return [byTime ? 1 : 0, [], positions.get(e.file), e.line];
+}
+
+function compareKeys(a, b) {
+  return a[0] - b[0] || compareLists(a[1], b[1]) || a[2] - b[2] || a[3] - b[3];
+}
+
+function carries(wrapper, other) {
+  const wraps = wrapper.signature.record.wraps;
+  return other !== wrapper && (wraps.includes("*") || wraps.includes(other.signature.entry));
 }
 
 export function buildReport(scanner) {
   let groups = [...scanner.groups.values()];
-  const shadowed = new Set();
-  for (const g of groups) {
-    for (const o of g.signature.overlaps) {
-      const other = scanner.groups.get(o);
-      if (other && g.signature.specificity > other.signature.specificity && g.count >= other.count) shadowed.add(o);
-    }
+  const positions = new Map(scanner.inputs.map((name, i) => [name, i]));
+  const byTime = scanner.inputs.length > 1;
+  const keys = new Map(groups.map((g) => [g, orderKey(g, positions, byTime)]));
+  const conf = new Map(groups.map((g) => [g, confidence(g)]));
+  const confident = groups.filter((g) => conf.get(g) !== "low");
+  const causes = confident.filter((g) => !g.signature.record.collateral && !g.signature.record.wraps.length);
+  const wrappers = new Set(confident.filter((w) => w.signature.record.wraps.length
+    && confident.some((c) => !c.signature.record.wraps.length && carries(w, c))));
+  for (const g of confident) {
+    if (g.signature.record.wraps.length && !wrappers.has(g) && !g.signature.record.collateral) causes.push(g);
   }
-  groups = groups.filter((g) => !shadowed.has(g.entry));
-  const origins = groups.filter((g) => confidence(g.signature) !== "low" && !g.signature.collateral);
   let initiating = null;
-  for (const g of origins) if (initiating === null || compareKeys(g.firstKey, initiating.firstKey) < 0) initiating = g;
+  for (const g of causes) if (initiating === null || compareKeys(keys.get(g), keys.get(initiating)) < 0) initiating = g;
   const role = (g) => {
-    if (confidence(g.signature) === "low") return "note";
+    if (conf.get(g) === "low") return "note";
     if (g === initiating) return "initiating";
-    return g.signature.collateral ? "collateral" : "independent";
+    if (wrappers.has(g)) return "wrapper";
+    return g.signature.record.collateral ? "collateral" : "independent";
   };
-  const order = { initiating: 0, independent: 1, collateral: 2, note: 3 };
-  groups.sort((a, b) => order[role(a)] - order[role(b)]
-    || SEVERITY_RANK[b.signature.severity] - SEVERITY_RANK[a.signature.severity]
-    || compareKeys(a.firstKey, b.firstKey));
-  const findings = groups.map((g) => ({
-    entry: g.entry, title: g.signature.title, url: g.signature.url, severity: g.signature.severity,
-    confidence: confidence(g.signature), role: role(g), count: g.count,
-    ranks: [...g.ranks].sort((x, y) => x - y), hosts: [...g.hosts].sort(),
-    first: g.first, evidence: g.evidence, fix: g.signature.fix, verify: g.signature.verify,
-  }));
+  const order = Object.fromEntries(RULES.ROLE_ORDER.map((r, i) => [r, i]));
+  const roles = new Map(groups.map((g) => [g, role(g)]));
+  groups.sort((a, b) => order[roles.get(a)] - order[roles.get(b)]
+    || SEVERITY_RANK[b.signature.record.severity] - SEVERITY_RANK[a.signature.record.severity]
+    || compareKeys(keys.get(a), keys.get(b)));
+  const findings = groups.map((g) => {
+    const r = g.signature.record;
+    return {
+      entry: r.entry, title: r.title, url: r.url, severity: r.severity, confidence: conf.get(g), role: roles.get(g),
+      count: g.count, ranks: [...g.ranks].sort((x, y) => x - y), hosts: [...g.hosts].sort(),
+      first: byTime && g.firstTimed !== null ? g.firstTimed : g.firstSeen, evidence: g.evidence, fix: r.fix, verify: r.verify,
+    };
+  });
   const first = findings.length && findings[0].role === "initiating" ? findings[0] : null;
+  let rank = first ? first.first.rank : null;
+  if (first !== null && rank === null) {
+    // A launcher's report names the worker that failed ("local_rank: 5") when the error itself does not.
+    const wrapperEntries = new Set(groups.filter((g) => g.signature.record.wraps.length).map((g) => g.signature.entry));
+    const named = findings.find((f) => (f.role === "wrapper" || f.role === "collateral") && f.first.rank !== null && wrapperEntries.has(f.entry));
+    rank = named ? named.first.rank : null;
+  }
   const suspects = suspectRanks(scanner, findings);
+  const unknown = findings.some((f) => f.role !== "note") ? [] : unknownFailures(scanner);
   return {
     schema_version: REPORT_VERSION, inputs: scanner.inputs, lines: scanner.lines, bytes: scanner.bytes,
-    initiating: first, initiating_rank: first ? first.first.rank : null,
-    initiating_host: first ? first.first.host : null, suspects, findings,
-    missing: missing(scanner, findings, first, suspects),
+    initiating: first, initiating_rank: rank, initiating_host: first ? first.first.host : null, suspects, findings,
+    unknown, missing: missing(scanner, findings, first, suspects),
   };
+}
+
+function packageOfType(type) {
+  const head = type.split(".")[0];
+  return type.includes(".") && !RULES.BUILTIN_MODULES.includes(head) ? head : null;
+}
+
+function packageOf(record) {
+  if (record.frames.length) {
+    const path = record.frames[record.frames.length - 1].path;
+    let m;
+    if ((m = PACKAGE.exec(path))) return m[1];
+    if (STDLIB.test(path)) return "python";
+  }
+  return packageOfType(record.type);
+}
+
+function unknownFailures(scanner) {
+  const out = [];
+  const seen = new Set();
+  for (const record of scanner.exceptions) {
+    const key = `${record.type}\u0000${cut(record.message, 80)}`;
+    if (record.matched || seen.has(key)) continue;
+    seen.add(key);
+    const w = record.where;
+    out.push({
+      exception: record.type, message: record.message, package: packageOf(record),
+      frames: record.frames.slice(-3).map((f) => `${f.path}:${f.line} in ${f.function}`),
+      evidence: {
+        file: record.file, line: record.number, rank: w.rank, host: w.host, time: w.time,
+        order: w.order !== null && w.clock === "wall" ? [...w.order] : null, text: record.text, signature: "", via: "line",
+      },
+      command: fmt(RULES.NEW_COMMAND, { file: record.file, line: record.number }),
+    });
+    if (out.length === LIMITS.unknown_shown) break;
+  }
+  return out;
 }
 
 function suspectRanks(scanner, findings) {
@@ -244,33 +567,81 @@ function suspectRanks(scanner, findings) {
 }
 
 function missing(scanner, findings, initiating, suspects) {
+  const S = RULES.SENTENCES;
   const out = [];
   const confident = findings.filter((f) => f.role !== "note");
   const ranks = [...new Set(confident.flatMap((f) => f.ranks))].sort((a, b) => a - b);
   if (suspects.length && initiating === null) {
-    const names = suspects.join(", ");
     const noun = suspects.length === 1 ? "Rank" : "Ranks";
-    out.push(`${noun} ${names} printed none of the downstream errors that the other ranks printed, so the `
-      + `collectives were most likely waiting for ${noun.toLowerCase()} ${names}. Read the end of that log and `
-      + "the kernel log (dmesg -T) of its node: an OOM kill, an Xid or a Python traceback there is the origin.");
+    out.push(fmt(S.suspects, { noun, noun_lower: noun.toLowerCase(), names: suspects.join(", ") }));
   } else if (confident.length && initiating === null) {
+    const wrappers = confident.filter((f) => f.role === "wrapper");
     const titles = confident.slice(0, 3).map((f) => f.title).join("; ");
-    if (ranks.length <= 1 && scanner.inputs.length === 1) {
-      const who = ranks.length ? `rank ${ranks[0]}'s log` : "one log";
-      out.push(`Only ${who} was given, and what it shows is usually collateral (${titles}). Add the other `
-        + "ranks' logs and each node's kernel log (dmesg -T), or rerun with TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
-        + "and TORCH_NCCL_TRACE_BUFFER_SIZE=2000 so the flight recorder names the rank that stopped first.");
+    if (wrappers.length && confident.every((f) => f.role === "wrapper" || f.role === "collateral")) {
+      out.push(fmt(S.wrapper_only, { title: wrappers[0].title }));
+    } else if (ranks.length <= 1 && scanner.inputs.length === 1) {
+      out.push(fmt(S.only_collateral_one_log, { who: ranks.length ? `rank ${ranks[0]}'s log` : "one log", titles }));
     } else {
-      const seen = ranks.length ? ranks.join(", ") : "none named";
-      out.push(`Every finding is usually a downstream report (${titles}); the failure that started it is not in `
-        + `these logs (ranks seen: ${seen}). Add the logs of the remaining ranks and each node's kernel `
-        + "log (dmesg -T).");
+      out.push(fmt(S.only_collateral, { titles, seen: ranks.length ? ranks.join(", ") : "none named" }));
     }
   }
-  if (initiating !== null && confident.length > 1 && !scanner.clocks.has("wall")) {
-    out.push("These logs carry no wall-clock timestamps, so the initiating failure is chosen by order of "
-      + "appearance. Timestamped logs (torchrun --log-dir, or TORCH_CPP_LOG_LEVEL=INFO for glog headers) "
-      + "would settle which rank failed first.");
-  }
+  if (initiating !== null && confident.length > 1 && !scanner.clocks.has("wall")) out.push(S.no_clock);
+  if (scanner.truncated && !confident.length) out.push(S.truncated);
   return out;
+}
+
+// -- inputs: read a file (a browser File, or a Blob under Node) in slices of whole lines -----------
+
+const SLICE = 4 << 20;
+
+export function scanText(scanner, text, name) {
+  scanner.begin(name, scanner.inputs.length, null, null);
+  scanner.lines += scanner.scanChunk(text, 0);
+  scanner.end();
+  scanner.bytes += new TextEncoder().encode(text).length;
+  scanner.inputs.push(name);
+}
+
+export async function scanFile(scanner, file, name, onProgress = () => {}) {
+  const [rank, host] = fileOrigin(name);
+  let stream = file.stream();
+  if (name.endsWith(".gz")) stream = stream.pipeThrough(new DecompressionStream("gzip"));
+  const reader = stream.getReader();
+  const decoder = new TextDecoder("utf-8");
+  scanner.begin(name, scanner.inputs.length, rank, host);
+  let carry = "";
+  let base = 0;
+  let size = 0;
+  let pending = "";
+  for (;;) {
+    let next;
+    try {
+      next = await reader.read();
+    } catch (error) {
+      throw new Error(`${name}: cannot be read as ${name.endsWith(".gz") ? "gzip" : "a log"} (${error.message})`);
+    }
+    const { value, done: finished } = next;
+    if (value) {
+      if (size === 0 && value.subarray(0, 8192).includes(0)) throw new Error(`${name}: this is a binary file, not a text log`);
+      size += value.length;
+      pending += decoder.decode(value, { stream: true });
+    }
+    if (finished) pending += decoder.decode();
+    // Scan in slices of whole lines, so memory stays flat whatever the size of the file.
+    if (pending.length >= SLICE || finished) {
+      const text = carry + pending;
+      pending = "";
+      const cutAt = finished ? text.length : text.lastIndexOf("\n") + 1;
+      carry = text.slice(cutAt);
+      if (cutAt > 0) base += scanner.scanChunk(text.slice(0, cutAt), base);
+      onProgress(size);
+    }
+    if (finished) break;
+  }
+  if (size === 0) throw new Error(`${name}: the log is empty`);
+  scanner.end();
+  scanner.lines += base;
+  scanner.bytes += size;
+  scanner.inputs.push(name);
+  if (rank !== null) scanner.logRanks.set(name, rank);
 }

@@ -41,7 +41,7 @@ def test_every_example_belongs_to_its_own_entry_only(catalog) -> None:
         for sig in entry.signatures:
             for example in sig.examples:
                 claimants = {eid for eid, rx in compiled if rx.search(example)}
-                assert entry.id in claimants and claimants <= {entry.id, *sig.overlaps}, (entry.id, example, claimants)
+                assert entry.id in claimants and claimants <= {entry.id, *sig.refines}, (entry.id, example, claimants)
 
 
 def test_signatures_link_their_source_and_bound_interpolated_values(catalog) -> None:

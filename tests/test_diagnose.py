@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from generator.diagnose.context import origin
+from generator.diagnose.attribute import origin
 from tests.vectors import CASES, expected, logs, project
 
 
@@ -157,3 +157,144 @@ def test_works_outside_the_project_without_a_build(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert json.loads(result.stdout)["initiating"]["entry"] == "megatron-tp-rng-divergence-deadlock"
     assert not (tmp_path / "site").exists()
+
+
+def test_the_engine_imports_only_the_contract_of_the_generator() -> None:
+    import ast
+
+    folder = Path(__file__).resolve().parent.parent / "generator" / "diagnose"
+    for module in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                if name.startswith("generator"):
+                    assert name == "generator.contract" or name.startswith("generator.diagnose"), (module.name, name)
+
+
+@pytest.mark.parametrize(
+    "record,message",
+    [
+        (b"\xff\xfe not utf-8\n", "the index is not UTF-8 text"),
+        (b'{"schema_version": 1, "id": "x/1"}\n', "index schema_version 1 is not supported (expected 2)"),
+        (b"not json\n", ":1: not JSON"),
+    ],
+)
+def test_a_bad_index_is_a_message_and_exit_2(tmp_path: Path, record: bytes, message: str) -> None:
+    index = tmp_path / "signatures.jsonl"
+    index.write_bytes(record)
+    log = tmp_path / "train.log"
+    log.write_text("hello\n")
+    result = _cli(["--index", str(index), str(log)])
+    assert result.returncode == 2
+    assert message in result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+
+
+def test_an_index_record_that_breaks_the_contract_is_named(tmp_path: Path) -> None:
+    packaged = Path(__file__).resolve().parent.parent / "generator" / "data" / "signatures.jsonl"
+    good = json.loads(packaged.read_text(encoding="utf-8").splitlines()[0])
+    index = tmp_path / "signatures.jsonl"
+    for broken, message in [
+        ({"severity": "severe"}, "severity: Input should be"),
+        ({"pattern": "(a"}, "does not compile"),
+    ]:
+        record = good | broken | ({"kind": "regex"} if "pattern" in broken else {})
+        index.write_text(json.dumps(record) + "\n")
+        result = _cli(["--index", str(index), str(index)])
+        assert result.returncode == 2 and message in result.stderr.decode(), result.stderr
+        assert b"Traceback" not in result.stderr
+
+
+def test_a_matcher_that_is_not_installed_is_a_message_and_exit_2(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("hello\n")
+    script = (
+        "import sys; sys.modules['hyperscan'] = None; from generator.cli import main; "
+        f"sys.exit(main(['diagnose', '--engine', 'hyperscan', {str(log)!r}]))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert result.returncode == 2
+    assert "--engine hyperscan needs the Python package hyperscan" in result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+    assert _cli(["--engine", "grep", str(log)]).returncode == 2
+
+
+def test_an_exception_no_entry_covers_is_named_with_its_package_and_a_scaffold_command(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/work/train.py", line 12, in <module>\n'
+        "[rank0]:     main()\n"
+        '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py", line 90, '
+        "in _flash_attn_forward\n"
+        "[rank0]:     out = flash_attn_cuda.fwd(q, k, v)\n"
+        "[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n"
+    )
+    result = _cli(["--json", str(log)])
+    assert result.returncode == 0, "an unknown exception is not a known failure"
+    report = json.loads(result.stdout)
+    assert report["findings"] == []
+    [unknown] = report["unknown"]
+    assert unknown["exception"] == "RuntimeError" and unknown["package"] == "flash_attn"
+    assert unknown["message"] == "FlashAttention only supports Ampere GPUs or newer."
+    assert unknown["frames"][-1].endswith("flash_attn_interface.py:90 in _flash_attn_forward")
+    assert unknown["command"] == f"trainwreck new --from-log {log}:6"
+    text = _cli([str(log)]).stdout.decode()
+    assert "Unknown failure: RuntimeError raised in flash_attn" in text
+    assert f"trainwreck new --from-log {log}:6" in text
+
+
+def test_new_from_log_scaffolds_the_signature_and_example(corpus: Path) -> None:
+    log = corpus / "train.log"
+    log.write_text("noise\n[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    assert main(["--root", str(corpus), "new", "--from-log", f"{log}:2", "--system", "cuda"]) == 0
+    path = corpus / "entries" / "cuda" / "runtime-error-flash-attention-only-supports.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "  - literal: 'RuntimeError: FlashAttention only supports Ampere GPUs or newer.'" in text
+    assert "      - '[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.'" in text
+    assert main(["--root", str(corpus), "new", "--from-log", f"{log}:9"]) == 1
+
+
+def test_a_log_that_stops_inside_a_traceback_says_the_message_is_missing(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/work/train.py", line 12, in <module>\n'
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n'
+    )
+    report = json.loads(_cli(["--json", str(log)]).stdout)
+    assert any("stops inside a traceback" in m for m in report["missing"])
+
+
+def test_merge_names_the_node_that_failed_first(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "xid-initiates-watchdog")
+    dmesg = [p for p in logs(case) if "dmesg" in p.name]
+    ranks = [p for p in logs(case) if "dmesg" not in p.name]
+    (tmp_path / "node07.json").write_bytes(_cli(["--json", *map(str, dmesg)]).stdout)
+    (tmp_path / "node08.json").write_bytes(_cli(["--json", *map(str, ranks)]).stdout)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "merge",
+            "--json",
+            str(tmp_path / "node07.json"),
+            str(tmp_path / "node08.json"),
+        ],
+        capture_output=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    merged = json.loads(result.stdout)
+    whole = json.loads(_cli(["--json", *map(str, logs(case))]).stdout)
+    assert merged["initiating"]["entry"] == whole["initiating"]["entry"] == "xid-13-graphics-engine-exception"
+    assert merged["initiating_host"] == "node07"
+    assert [f["entry"] for f in merged["findings"]] == [f["entry"] for f in whole["findings"]]
+    assert merged["inputs"][0].startswith("node07/")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    result = subprocess.run([sys.executable, "-m", "generator", "merge", str(bad)], capture_output=True, timeout=60)
+    assert result.returncode == 2 and b"not a version 2 report" in result.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 
-from generator.index import SCHEMA_VERSION
+from generator.contract import INDEX_VERSION as SCHEMA_VERSION
 
 
 def _schema(site: Path, name: str) -> dict:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from generator.diagnose.report import Diagnosis
+from generator.contract import Diagnosis
 
 # Order matters: secrets first, so that a token containing digits is not first read as an address.
 SECRETS = [

@@ -8,80 +8,74 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from generator.errors import TrainwreckError
+from pydantic import ValidationError
 
-SUPPORTED_VERSION = 1
+from generator.contract import INDEX_VERSION, IndexSignature
+from generator.diagnose.errors import SignatureIndexError
+
 PACKAGED = "signatures.jsonl"
-SEVERITY_RANK = {"critical": 3, "high": 2, "medium": 1, "low": 0}
-
-
-class SignatureIndexError(TrainwreckError):
-    """The signature index cannot be read."""
 
 
 @dataclass(frozen=True)
 class Signature:
-    """One record of signatures.jsonl, as the engine uses it."""
+    """One record of signatures.jsonl, with what the engine derives from it once."""
 
-    id: str
-    entry: str
-    title: str
-    url: str
-    kind: str
-    pattern: str
-    search_key: bool
-    severity: str
-    collateral: bool
-    fix: str
-    verify: str
-    overlaps: tuple[str, ...]
-    required: str
-    examples: tuple[str, ...]
+    record: IndexSignature
+    position: int  # index in the list, the engine's handle for the signature
+
+    @property
+    def entry(self) -> str:
+        """Id of the entry."""
+        return self.record.entry
+
+    @property
+    def is_line(self) -> bool:
+        """Whether the signature matches single log lines (literal or regex)."""
+        return self.record.kind in ("literal", "regex")
 
     @property
     def regex(self) -> str:
-        """The pattern as a regex source (literals escaped)."""
-        return re.escape(self.pattern) if self.kind == "literal" else self.pattern
+        """The pattern as a regex source (literals escaped); empty for frames and metrics."""
+        if self.record.kind == "literal":
+            return re.escape(self.record.pattern)
+        return self.record.pattern if self.record.kind == "regex" else ""
 
     @property
     def specificity(self) -> int:
         """How much literal text the pattern pins down; longer patterns outrank shorter ones."""
-        return len(re.sub(r"\\.|[\[\](){}*+?|^$]", "", self.pattern)) if self.kind == "regex" else len(self.pattern)
+        r = self.record
+        if r.kind == "regex":
+            return len(re.sub(r"\\.|[\[\](){}*+?|^$]", "", r.pattern))
+        return len(r.pattern) if r.kind == "literal" else 0
 
 
 def parse_index(text: str, origin: str) -> list[Signature]:
-    """Parse JSON Lines text into signatures; raise SignatureIndexError on a malformed or newer index."""
-    signatures = []
+    """Parse JSON Lines text into signatures; raise SignatureIndexError on a malformed or other-version index."""
+    signatures: list[Signature] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            version = record["schema_version"]
-            if version != SUPPORTED_VERSION:
-                raise SignatureIndexError(
-                    f"{origin}:{number}: index schema_version {version} is not supported (expected 1)"
-                )
-            signatures.append(
-                Signature(
-                    id=record["id"],
-                    entry=record["entry"],
-                    title=record["title"],
-                    url=record["url"],
-                    kind=record["kind"],
-                    pattern=record["pattern"],
-                    search_key=bool(record["search_key"]),
-                    severity=record["severity"],
-                    collateral=bool(record["collateral"]),
-                    fix=record["fix"],
-                    verify=record["verify"],
-                    overlaps=tuple(record["overlaps"]),
-                    required=record["required"],
-                    examples=tuple(record["examples"]),
-                )
+            data = json.loads(line)
+        except ValueError as exc:
+            raise SignatureIndexError(f"{origin}:{number}: not JSON ({exc})") from exc
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version != INDEX_VERSION:
+            raise SignatureIndexError(
+                f"{origin}:{number}: index schema_version {version!r} is not supported (expected {INDEX_VERSION})"
             )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SignatureIndexError(f"{origin}:{number}: not a signature record ({exc})") from exc
+        try:
+            record = IndexSignature.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "record"
+            raise SignatureIndexError(f"{origin}:{number}: {where}: {first['msg']}") from exc
+        if record.kind == "regex":
+            try:
+                re.compile(record.pattern, re.ASCII)
+            except re.error as exc:
+                raise SignatureIndexError(f"{origin}:{number}: pattern does not compile ({exc})") from exc
+        signatures.append(Signature(record, len(signatures)))
     if not signatures:
         raise SignatureIndexError(f"{origin}: the index holds no signatures")
     return signatures
@@ -91,8 +85,11 @@ def load_index(path: Path | None = None) -> list[Signature]:
     """Load signatures from a file, or from the copy packaged with the tool."""
     if path is not None:
         try:
-            return parse_index(path.read_text(encoding="utf-8"), str(path))
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise SignatureIndexError(f"cannot read the index {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise SignatureIndexError(f"{path}: the index is not UTF-8 text") from exc
+        return parse_index(text, str(path))
     text = resources.files("generator.data").joinpath(PACKAGED).read_text(encoding="utf-8")
     return parse_index(text, f"packaged {PACKAGED}")

@@ -1,0 +1,424 @@
+"""Read every proposed line: confirm signatures, follow tracebacks, evaluate metric detectors.
+
+The collector keeps bounded state per file: one traceback reader and one set of detector states per
+rank (interleaved ranks keep their own), and per entry a group with its count, ranks, hosts and
+first lines. static/diagnose-core.js does the same, line by line, in the same order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from generator.contract import Evidence, Via
+from generator.diagnose import rules
+from generator.diagnose.attribute import Origin, origin, payload, visible
+from generator.diagnose.match import Candidate
+from generator.diagnose.signatures import Signature
+
+A = re.ASCII
+HEADER = re.compile(rules.TRACEBACK["header"], A)
+FRAME = re.compile(rules.TRACEBACK["frame"], A)
+BOX_FRAME = re.compile(rules.TRACEBACK["box_frame"], A)
+CHAIN = re.compile(rules.TRACEBACK["chain"], A)
+EXCEPTION = re.compile(rules.TRACEBACK["exception"], A)
+METRIC = re.compile(rules.METRIC, A)
+KEY_SEPARATORS = re.compile(r"[^a-z0-9]+", A)
+LIMITS = rules.LIMITS
+
+
+def metric_key(name: str) -> str:
+    """Normalise a metric name as printed ('grad norm', 'train/loss') to the index's form ('grad_norm')."""
+    return KEY_SEPARATORS.sub("_", name.lower()).strip("_")
+
+
+def reading(text: str) -> float:
+    """The value of a metric as printed; NaN and inf in any case."""
+    bare = text.lower().lstrip("+-")
+    if bare == "nan":
+        return math.nan
+    if bare in ("inf", "infinity"):
+        return -math.inf if text.startswith("-") else math.inf
+    return float(text)
+
+
+@dataclass
+class Frame:
+    """One traceback frame as read from a log."""
+
+    path: str
+    line: int
+    function: str
+    number: int  # line number in the log
+    text: str
+
+
+@dataclass
+class ExceptionRecord:
+    """An exception line, with the traceback frames that led to it."""
+
+    type: str
+    message: str
+    frames: list[Frame]
+    file: str
+    number: int
+    where: Origin
+    text: str
+    matched: bool  # a signature matched the same log line
+
+
+@dataclass
+class _Traceback:
+    start: int
+    frames: list[Frame] = field(default_factory=list)
+
+
+@dataclass
+class _DetectorState:
+    run: int = 0
+    last: float | None = None
+    low: float | None = None
+
+
+@dataclass
+class _Stream:
+    """What is open for one rank of one file: a traceback and the detectors' states."""
+
+    traceback: _Traceback | None = None
+    detectors: dict[int, _DetectorState] = field(default_factory=dict)
+
+
+@dataclass
+class Group:
+    """Everything found for one entry."""
+
+    signature: Signature  # the most specific signature seen
+    count: int = 0
+    ranks: set[int] = field(default_factory=set)
+    hosts: set[str] = field(default_factory=set)
+    evidence: list[Evidence] = field(default_factory=list)
+    first_seen: Evidence | None = None  # the earliest line in file order
+    first_seen_at: tuple[int, int] = (1 << 30, 0)  # (file position, line)
+    first_timed: Evidence | None = None  # the line with the earliest wall-clock time
+    first_timed_at: tuple[tuple[int, ...], int, int] = ((), 0, 0)
+    vias: set[str] = field(default_factory=set)
+    last_line: tuple[int, int] = (-1, -1)
+
+
+@dataclass
+class _File:
+    name: str
+    position: int
+    rank: int | None
+    host: str | None
+    last_order: tuple[int, ...] | None = None  # the latest wall-clock time seen in this file
+    streams: dict[int | None, _Stream] = field(default_factory=dict)
+
+
+class Collector:
+    """Accumulate what the lines show into per-entry groups, with bounded memory."""
+
+    def __init__(self, signatures: list[Signature]) -> None:
+        self.signatures = signatures
+        self.line_signatures = [s for s in signatures if s.is_line]
+        self.confirm = {s.position: re.compile(s.regex, A) for s in self.line_signatures}
+        self.frame_signatures = [s for s in signatures if s.record.kind == "frames"]
+        self.watched: dict[str, list[Signature]] = {}
+        for s in signatures:
+            for metric in s.record.detector.metrics if s.record.detector else []:
+                self.watched.setdefault(metric, []).append(s)
+        self.groups: dict[str, Group] = {}
+        self.inputs: list[str] = []
+        self.lines = 0
+        self.bytes = 0
+        self.clocks: set[str] = set()
+        # Ranks named by the log files given (rank-3.log): a rank with a log but no error is telling.
+        self.log_ranks: dict[str, int] = {}
+        self.exceptions: list[ExceptionRecord] = []
+        self.truncated = False  # some traceback stops before its exception line
+        self.file: _File | None = None
+
+    # -- files -------------------------------------------------------------------------------------
+
+    def begin(self, name: str, position: int, rank: int | None, host: str | None) -> None:
+        """Start reading a file (or a byte range of one)."""
+        self.file = _File(name, position, rank, host)
+
+    def end(self) -> None:
+        """Finish the current file: tracebacks still open lack their exception line."""
+        assert self.file is not None
+        for rank, stream in self.file.streams.items():
+            if stream.traceback is not None:
+                self._close(stream, rank, None)
+        self.file = None
+
+    # -- lines -------------------------------------------------------------------------------------
+
+    def line(self, candidate: Candidate) -> None:
+        """Read one proposed line."""
+        f = self.file
+        assert f is not None
+        text = candidate.text
+        where = origin(text, 0, f.rank, f.host)
+        if where.clock == "wall" and where.order is not None:
+            f.last_order = where.order
+        if where.clock:
+            self.clocks.add(where.clock)
+        matched = self._signatures(candidate, where)
+        escaped = "\\n" in text and ("Traceback" in text or 'File \\"' in text)
+        # A traceback logged inside a JSON string (torchrun's error file, structured loggers) is read
+        # as the lines it was before it was escaped.
+        subs = [s.replace('\\"', '"') for s in text.split("\\n")] if escaped else [text]
+        for sub in subs:
+            for segment in sub.split("\r"):
+                if segment:
+                    self._grammar(segment, candidate.number, where, matched)
+
+    def _signatures(self, candidate: Candidate, where: Origin) -> bool:
+        text = candidate.text
+        escaped = '\\"' in text
+        unescaped = text.replace('\\"', '"') if escaped else text
+        pool = (
+            self.line_signatures
+            if candidate.proposed is None
+            else [self.signatures[p] for p in sorted(candidate.proposed)]
+        )
+        hits: list[tuple[Signature, str, int]] = []
+        for sig in pool:
+            rx = self.confirm[sig.position]
+            if m := rx.search(text):
+                hits.append((sig, text, m.start()))
+            elif escaped and (m := rx.search(unescaped)):
+                # A line logged inside a JSON string: match it as it was printed.
+                hits.append((sig, unescaped, m.start()))
+        if not hits:
+            return False
+        # Where a signature refines another entry's on this line, the refinement says more.
+        refined = {e for sig, _, _ in hits for e in sig.record.refines}
+        for sig, view, at in hits:
+            if sig.entry not in refined:
+                self._add(sig, candidate.number, view, at, origin(view, at, where.rank, where.host), "line")
+        return True
+
+    def _grammar(self, segment: str, number: int, where: Origin, matched: bool) -> None:
+        f = self.file
+        assert f is not None
+        body = payload(segment)
+        stream = f.streams.get(where.rank)
+        if stream is None:
+            stream = f.streams[where.rank] = _Stream()
+        if HEADER.search(body):
+            if stream.traceback is not None and stream.traceback.frames:
+                self._close(stream, where.rank, None)
+            stream.traceback = _Traceback(number)
+            return
+        m = FRAME.match(body) or BOX_FRAME.match(body)
+        if m:
+            if stream.traceback is None:
+                stream.traceback = _Traceback(number)  # the excerpt starts inside a traceback
+            frames = stream.traceback.frames
+            frames.append(Frame(m.group(1).replace("\\", "/"), int(m.group(2)), m.group(3), number, segment))
+            if len(frames) > LIMITS["frames_kept"]:
+                del frames[0]
+            return
+        if CHAIN.match(body):
+            return
+        m = EXCEPTION.match(body)
+        if m:
+            record = ExceptionRecord(
+                m.group(1),
+                (m.group(2) or "")[: LIMITS["text_limit"]],
+                [],
+                f.name,
+                number,
+                where,
+                segment[: LIMITS["text_limit"]],
+                matched,
+            )
+            if stream.traceback is not None:
+                record.frames = stream.traceback.frames
+                self._close(stream, where.rank, record)
+            else:
+                self._record(record)
+            return
+        if self.watched:
+            for found in METRIC.finditer(body):
+                detectors = self.watched.get(metric_key(found.group(1)))
+                if detectors:
+                    value = reading(found.group(2))
+                    for sig in detectors:
+                        if self._evaluate(sig, stream, value):
+                            self._add(sig, number, segment, found.start(2), where, "metric")
+
+    # -- tracebacks --------------------------------------------------------------------------------
+
+    def _close(self, stream: _Stream, rank: int | None, record: ExceptionRecord | None) -> None:
+        """End the open traceback; when its message names nothing, its frames may."""
+        tb = stream.traceback
+        stream.traceback = None
+        if tb is None:
+            return
+        if record is None:
+            if tb.frames:
+                self.truncated = True
+        else:
+            self._record(record)
+        if record is not None and record.matched:
+            return
+        for sig in self.frame_signatures:
+            frame = _find_calls(tb.frames, sig)
+            if frame is not None:
+                assert self.file is not None
+                self._add(sig, frame.number, frame.text, 0, origin(frame.text, 0, rank, self.file.host), "frames", rank)
+
+    def _record(self, record: ExceptionRecord) -> None:
+        if len(self.exceptions) < LIMITS["exceptions_kept"]:
+            self.exceptions.append(record)
+
+    # -- metrics -----------------------------------------------------------------------------------
+
+    def _evaluate(self, sig: Signature, stream: _Stream, value: float) -> bool:
+        """Update one detector with a reading; return True when its condition holds on this reading."""
+        d = sig.record.detector
+        assert d is not None
+        state = stream.detectors.get(sig.position)
+        if state is None:
+            state = stream.detectors[sig.position] = _DetectorState()
+        finite = math.isfinite(value)
+        last = state.last
+        holds = False
+        if d.condition == "non-finite":
+            state.run = 0 if finite else state.run + 1
+            holds = not finite
+        elif d.condition in ("below", "above"):
+            assert d.threshold is not None
+            holds = finite and (value < d.threshold if d.condition == "below" else value > d.threshold)
+            state.run = state.run + 1 if holds else 0
+        elif d.condition == "halved":
+            if last is not None and finite and math.isfinite(last) and last > 0:
+                if value <= last / 2:
+                    state.run += 1
+                    holds = True
+                elif value != last:
+                    state.run = 0
+        elif d.condition == "jump":
+            assert d.threshold is not None
+            holds = finite and state.low is not None and value >= state.low * 10**d.threshold
+            state.run = state.run + 1 if holds else 0
+            if finite and value > 0 and (state.low is None or value < state.low):
+                state.low = value
+        elif d.condition == "rising":
+            if last is not None and finite and math.isfinite(last):
+                if value > last:
+                    state.run += 1
+                    holds = True
+                elif value < last:
+                    state.run = 0
+        state.last = value
+        return holds and state.run >= d.count
+
+    # -- groups ------------------------------------------------------------------------------------
+
+    def _add(
+        self, sig: Signature, number: int, view: str, at: int, where: Origin, via: Via, rank: int | None = None
+    ) -> None:
+        f = self.file
+        assert f is not None
+        group = self.groups.get(sig.entry)
+        if group is not None and group.last_line == (f.position, number):
+            # Two signatures of one entry on one line: one line of evidence, the more specific pattern.
+            if sig.specificity > group.signature.specificity:
+                group.signature = sig
+            return
+        line_rank = where.rank if where.rank is not None else rank
+        order = where.order if where.clock == "wall" and where.order is not None else f.last_order
+        evidence = Evidence(
+            file=f.name,
+            line=number,
+            rank=line_rank,
+            host=where.host,
+            time=where.time,
+            order=list(order) if order is not None else None,
+            text=visible(view, at)[: LIMITS["text_limit"]],
+            signature=sig.record.id,
+            via=via,
+        )
+        if group is None:
+            group = self.groups[sig.entry] = Group(sig)
+        elif sig.specificity > group.signature.specificity:
+            group.signature = sig
+        group.last_line = (f.position, number)
+        group.count += 1
+        group.vias.add(via)
+        if line_rank is not None:
+            group.ranks.add(line_rank)
+        if where.host:
+            group.hosts.add(where.host)
+        if len(group.evidence) < LIMITS["evidence_lines"]:
+            group.evidence.append(evidence)
+        seen = (f.position, number)
+        if group.first_seen is None or seen < group.first_seen_at:
+            group.first_seen, group.first_seen_at = evidence, seen
+        if order is not None:
+            timed = (order, f.position, number)
+            if group.first_timed is None or timed < group.first_timed_at:
+                group.first_timed, group.first_timed_at = evidence, timed
+
+    def merge(self, part: Collector, line_offset: int) -> None:
+        """Fold in a later byte range of the same file, whose lines start after line_offset."""
+
+        def shift(e: Evidence | None) -> Evidence | None:
+            return e.model_copy(update={"line": e.line + line_offset}) if e else None
+
+        for entry, theirs in part.groups.items():
+            moved = [e.model_copy(update={"line": e.line + line_offset}) for e in theirs.evidence]
+            first_seen_at = (theirs.first_seen_at[0], theirs.first_seen_at[1] + line_offset)
+            first_timed_at = (
+                theirs.first_timed_at[0],
+                theirs.first_timed_at[1],
+                theirs.first_timed_at[2] + line_offset,
+            )
+            mine = self.groups.get(entry)
+            if mine is None:
+                self.groups[entry] = Group(
+                    theirs.signature,
+                    theirs.count,
+                    set(theirs.ranks),
+                    set(theirs.hosts),
+                    moved,
+                    shift(theirs.first_seen),
+                    first_seen_at,
+                    shift(theirs.first_timed),
+                    first_timed_at,
+                    set(theirs.vias),
+                )
+                continue
+            if theirs.signature.specificity > mine.signature.specificity:
+                mine.signature = theirs.signature
+            mine.count += theirs.count
+            mine.ranks |= theirs.ranks
+            mine.hosts |= theirs.hosts
+            mine.vias |= theirs.vias
+            mine.evidence = (mine.evidence + moved)[: LIMITS["evidence_lines"]]
+            if theirs.first_seen is not None and first_seen_at < mine.first_seen_at:
+                mine.first_seen, mine.first_seen_at = shift(theirs.first_seen), first_seen_at
+            if theirs.first_timed is not None and (mine.first_timed is None or first_timed_at < mine.first_timed_at):
+                mine.first_timed, mine.first_timed_at = shift(theirs.first_timed), first_timed_at
+        self.clocks |= part.clocks
+        self.truncated = self.truncated or part.truncated
+        for record in part.exceptions:
+            record.number += line_offset
+            self._record(record)
+
+
+def _find_calls(frames: list[Frame], sig: Signature) -> Frame | None:
+    """Return the innermost frame of the first run of frames that matches the signature's calls."""
+    calls = sig.record.calls
+    for i in range(len(frames) - len(calls) + 1):
+        run = frames[i : i + len(calls)]
+        if all(
+            f.function == c.function and ("/" + f.path).endswith("/" + c.path) for f, c in zip(run, calls, strict=True)
+        ):
+            return run[-1]
+    return None

@@ -1,0 +1,208 @@
+"""The diagnosis engine's knowledge, written once: how real logs mark ranks, hosts and times, how
+tracebacks and metric lines are shaped, how findings are ranked, and the report's sentences.
+
+Every regex here is in the subset that Python (with re.ASCII) and JavaScript read alike. The
+browser engine (static/diagnose-core.js) gets these tables as static/diagnose-rules.js, generated
+at build time by `browser_rules()`, so the two interpreters cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+LIMITS: dict[str, int] = {
+    "evidence_lines": 5,  # evidence kept per finding
+    "text_limit": 400,  # characters of a line shown as evidence
+    "frames_kept": 40,  # innermost frames kept per traceback
+    "exceptions_kept": 20,  # exception records kept for the unknown-failure report
+    "unknown_shown": 3,  # distinct unknown exceptions reported
+    "decoration_passes": 6,  # how many stacked prefixes are peeled off a line
+}
+
+ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07"
+
+# Rank markers that may appear anywhere in a line (interleaved output keeps several per line); the
+# one nearest before the match wins.
+RANK_MARKERS = [
+    r"\[(?:rank|default)(\d+)\]:",  # torchrun --tee / local_ranks_filter prefixes
+    r"\[\d+,(\d+)\]<std(?:out|err)>:",  # Open MPI --tag-output
+    r"\((?:VllmWorker|Worker)[\w-]* rank=(\d+)[^)]*\)",  # vLLM workers
+    r"\[Rank (\d+)\]",  # ProcessGroupNCCL messages
+    r"\[PG [^\]]{0,80} Rank (\d+)\]",  # ProcessGroupNCCL with a process-group prefix: [PG 0 Rank 3]
+    r"\(EngineCore_DP(\d+) pid=\d+\)",  # vLLM data-parallel engine cores: the DP rank
+]
+# Ranks a message names about itself, read only when no prefix marks the line: a launcher's report of
+# the worker that failed ("failed (exitcode: -9) local_rank: 5") and its root-cause block.
+MESSAGE_RANKS = [
+    r"\brank\s*: (\d+) \(local_rank: \d+\)",  # torchrun's "Root Cause" block: the global rank
+    r"\blocal_rank: (\d+) \(pid: \d+\)",  # torchrun's "failed (exitcode: …) local_rank: N (pid: …)"
+    r"\bglobal[_ ]rank[ =:]{1,3}(\d+)",
+]
+SLURM_PREFIX = r"^\s*(\d{1,6}): "
+# pdsh and similar prefix lines with the host name; a host name carries a digit (node07, gpu-a017).
+PDSH_PREFIX = r"^([A-Za-z][\w-]*\d[\w.-]*): "
+# NCCL's own header, host:pid:tid [cudaDev], with WARN lines adding the source file:line.
+NCCL_HEADER = r"(?:^|[\s:>\]])([A-Za-z][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL "
+SYSLOG = (
+    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.+-]+) ([A-Za-z][\w.-]*) \w[\w./-]*(?:\[\d+\])?: "
+)
+
+MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+# Timestamp formats, tried in order. Each names the groups of month, day, hour, minute, second and
+# fraction (month_name: the month is a name), the group shown as the time, and the clock it is on.
+TIMES: list[dict[str, Any]] = [
+    {  # ISO 8601 and Python logging: 2026-11-30 01:02:03,250
+        "regex": r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?",
+        "fields": [2, 3, 4, 5, 6, 7],
+        "text": 0,
+        "month_name": False,
+        "clock": "wall",
+    },
+    {  # glog: E1130 01:02:03.123456
+        "regex": r"[IWEF]((\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9}))",
+        "fields": [2, 3, 4, 5, 6, 7],
+        "text": 1,
+        "month_name": False,
+        "clock": "wall",
+    },
+    {  # vLLM: INFO 11-30 01:02:03
+        "regex": r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) ((\d\d)-(\d\d) (\d\d):(\d\d):(\d\d))",
+        "fields": [2, 3, 4, 5, 6, 0],
+        "text": 1,
+        "month_name": False,
+        "clock": "wall",
+    },
+    {  # ctime, as dmesg -T prints it: [Mon Nov 30 01:02:03 2026]
+        "regex": r"\[?([A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \d{4})\]?",
+        "fields": [2, 3, 4, 5, 6, 0],
+        "text": 1,
+        "month_name": True,
+        "clock": "wall",
+    },
+    {  # syslog: Nov 30 01:02:03 host …
+        "regex": r"^(([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)) ",
+        "fields": [2, 3, 4, 5, 6, 0],
+        "text": 1,
+        "month_name": True,
+        "clock": "wall",
+    },
+    {  # dmesg: [12345.678901], seconds since boot
+        "regex": r"^\[\s*(\d+\.\d+)\]",
+        "fields": [],
+        "text": 1,
+        "month_name": False,
+        "clock": "boot",
+    },
+]
+
+FILE_RANK = r"(?:^|[^a-z])(?:rank|proc|worker)[-_.]?(\d+)"  # read case-insensitively
+FILE_HOST = r"^([A-Za-z][A-Za-z-]*\d+)(?:[._-]|$)"
+
+# What a line may carry before the text a program printed: rank, launcher, CI-runner and logging
+# prefixes, timestamps and levels. Peeled off, repeatedly, before tracebacks and metrics are read.
+DECORATION = (
+    r"^(?:\s*\[(?:rank|default)\d+\]:"
+    r"|\s*\[\d+,\d+\]<std(?:out|err)>:"
+    r"|\s*\((?:VllmWorker|Worker|EngineCore|RayWorkerWrapper|pid=)[^)]{0,120}\)"
+    r"|\s*\d{1,6}: "
+    r"|\s*[A-Za-z][\w-]*\d[\w.-]*: (?=\S)"
+    r"|\s*\|? ?\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?(?: ?[|,-] ?| )"
+    r"|\s*(?:\[\s*\d+\.\d+\]|\d\d:\d\d:\d\d(?:[.,]\d+)?) "
+    r"|\s*[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\] "
+    r"|\s*\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?(?: \d\d-\d\d \d\d:\d\d:\d\d)?(?: \[[\w.-]+:\d+\])?"
+    r"(?: ?[:|-] ?| )"
+    r"|\s*[\w.]+ - (?:INFO|WARNING|ERROR|DEBUG|CRITICAL) - "
+    r"|\s*\| )"
+)
+
+# Python tracebacks. A frame's path, line and function are groups 1-3 of either frame form.
+TRACEBACK: dict[str, str] = {
+    "header": r"Traceback \(most recent call last\)",
+    "frame": r"^\s*(?:> )?File \"([^\"]+)\", line (\d+), in (\S+)",
+    # rich and other box-drawn tracebacks: "│ /path/to/file.py:123 in function   │"
+    "box_frame": r"^[\u2502|]\s*(\S+\.py):(\d+) in (\S+)",
+    "chain": r"^(?:During handling of the above exception, another exception occurred|"
+    r"The above exception was the direct cause of the following exception):",
+    "exception": r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:Error|Exception|Exit|Interrupt|Failed|Failure|Unsupported|"
+    r"Fault|Timeout|Iteration))(?:: (.*))?$",
+    # The package that raised: the folder under site-packages, or the first name of a dotted exception.
+    "package": r"(?:site|dist)-packages/([A-Za-z_]\w*)",
+    "stdlib": r"/lib/python3\.\d+/(?!site-packages|dist-packages)",
+}
+# Dotted exception types whose first name is not a package.
+BUILTIN_MODULES = ["builtins", "__main__"]
+
+# The literal texts and patterns that put a line in front of the grammar: the scan only reads a
+# line whose text holds one of them (the JSON-escaped forms of quotes are added automatically).
+STRUCTURE = [
+    r"Traceback \(most recent call last\)",
+    r"File \"[^\"]+\", line \d+, in ",
+    r"\.py:\d+ in \S",
+    r"During handling of the above exception",
+    r"The above exception was the direct cause",
+    r"(?:Error|Exception|Exit|Interrupt|Failed|Failure|Unsupported|Fault|Timeout|Iteration)(?::|[ \t]*$)",
+]
+
+# Metric lines: "key: value", "key=value", "'key': value" (Trainer dicts), Megatron's "| key: value |".
+METRIC = (
+    r"(?:^|[\s|,{(\[])['\"]?([A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*){0,3})['\"]?\s*[:=]\s*['\"]?"
+    r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|infinity|Infinity))"
+    r"(?![\w.])"
+)
+NON_FINITE = ["nan", "inf", "infinity"]  # compared in lower case, sign removed
+
+# Report order of the roles, and the sentences the report is made of.
+ROLE_ORDER = ["initiating", "independent", "wrapper", "collateral", "note"]
+SENTENCES = {
+    "suspects": "{noun} {names} printed none of the downstream errors that the other ranks printed, so the "
+    "collectives were most likely waiting for {noun_lower} {names}. Read the end of that log and the kernel log "
+    "(dmesg -T) of its node: an OOM kill, an Xid or a Python traceback there is the origin.",
+    "only_collateral_one_log": "Only {who} was given, and what it shows is usually collateral ({titles}). Add the "
+    "other ranks' logs and each node's kernel log (dmesg -T), or rerun with TORCH_NCCL_DUMP_ON_TIMEOUT=1 and "
+    "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 so the flight recorder names the rank that stopped first.",
+    "only_collateral": "Every finding is usually a downstream report ({titles}); the failure that started it is "
+    "not in these logs (ranks seen: {seen}). Add the logs of the remaining ranks and each node's kernel log "
+    "(dmesg -T).",
+    "wrapper_only": "{title} carries the error that stopped the worker, but that error is not in these logs. "
+    "Read the worker's own output above it (torchrun: the rank's traceback, or --log-dir / "
+    "TORCHELASTIC_ERROR_FILE for its error file).",
+    "no_clock": "These logs carry no wall-clock timestamps, so the initiating failure is chosen by order of "
+    "appearance. Timestamped logs (torchrun --log-dir, or TORCH_CPP_LOG_LEVEL=INFO for glog headers) would "
+    "settle which rank failed first.",
+    "unknown": "No entry covers {exception} yet. Scaffold one from this line with: {command}",
+    "truncated": "The log stops inside a traceback before its exception line, so the message that names the "
+    "failure is missing; paste the lines that follow the last frame.",
+}
+NEW_COMMAND = "trainwreck new --from-log {file}:{line}"
+
+
+def browser_rules() -> str:
+    """Return the tables as the ES module static/diagnose-rules.js."""
+    tables = {
+        "LIMITS": LIMITS,
+        "ANSI": ANSI,
+        "RANK_MARKERS": RANK_MARKERS,
+        "MESSAGE_RANKS": MESSAGE_RANKS,
+        "SLURM_PREFIX": SLURM_PREFIX,
+        "PDSH_PREFIX": PDSH_PREFIX,
+        "NCCL_HEADER": NCCL_HEADER,
+        "SYSLOG": SYSLOG,
+        "MONTHS": MONTHS,
+        "TIMES": TIMES,
+        "FILE_RANK": FILE_RANK,
+        "FILE_HOST": FILE_HOST,
+        "DECORATION": DECORATION,
+        "TRACEBACK": TRACEBACK,
+        "BUILTIN_MODULES": BUILTIN_MODULES,
+        "STRUCTURE": STRUCTURE,
+        "METRIC": METRIC,
+        "NON_FINITE": NON_FINITE,
+        "ROLE_ORDER": ROLE_ORDER,
+        "SENTENCES": SENTENCES,
+        "NEW_COMMAND": NEW_COMMAND,
+    }
+    body = json.dumps(tables, indent=1, sort_keys=True, ensure_ascii=True)
+    return (
+        f"// Generated from generator/diagnose/rules.py by `trainwreck build`; do not edit.\nexport default {body};\n"
+    )

@@ -1,0 +1,91 @@
+"""Render a diagnosis for a terminal: the initiating failure and its fix first."""
+
+from __future__ import annotations
+
+import textwrap
+
+from generator.contract import Diagnosis, Evidence, Finding
+
+LABELS = {
+    "initiating": "INITIATING",
+    "independent": "ALSO FOUND",
+    "wrapper": "WRAPPER",
+    "collateral": "COLLATERAL",
+    "note": "NOTE",
+}
+VIA = {"line": "", "frames": " (traceback frames)", "metric": " (metric lines)"}
+
+
+def _where(e: Evidence) -> str:
+    parts = [f"{e.file}:{e.line}"]
+    if e.rank is not None:
+        parts.append(f"rank {e.rank}")
+    if e.host:
+        parts.append(e.host)
+    if e.time:
+        parts.append(e.time)
+    return ", ".join(parts)
+
+
+def _finding_text(f: Finding, number: int) -> list[str]:
+    label = LABELS[f.role]
+    ranks = f"ranks {_span(f.ranks)}" if len(f.ranks) > 1 else (f"rank {f.ranks[0]}" if f.ranks else "rank unknown")
+    plural = "s" if f.count != 1 else ""
+    lines = [
+        f"{number}. [{label}] {f.title}",
+        f"   {f.severity} severity, {f.confidence} confidence · {f.count} line{plural}{VIA[f.first.via]} · "
+        f"{ranks} · first at {_where(f.first)}",
+        f"   {f.url}",
+    ]
+    for e in f.evidence[:3]:
+        lines.append(f"   > {_where(e)}: {e.text}")
+    if f.role in ("initiating", "independent"):
+        lines += textwrap.wrap(f"Fix: {f.fix}", 100, initial_indent="   ", subsequent_indent="        ")
+        lines += textwrap.wrap(f"Verify: {f.verify}", 100, initial_indent="   ", subsequent_indent="           ")
+    return lines
+
+
+def _span(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks)) if len(ranks) <= 8 else f"{ranks[0]}–{ranks[-1]} ({len(ranks)} ranks)"
+
+
+def render_text(report: Diagnosis) -> str:
+    """Render the report for a terminal: the initiating failure and its fix first."""
+    out = [f"Scanned {len(report.inputs)} log(s), {report.lines:,} lines, {report.bytes / 1e6:,.1f} MB."]
+    if not report.findings:
+        out.append(
+            "No known failure found." + (" The log ends in an exception no entry covers yet." if report.unknown else "")
+        )
+    elif all(f.role == "note" for f in report.findings):
+        out.append("No known failure found; the lines below are usually harmless or only leads.")
+    elif report.initiating is not None:
+        where = []
+        if report.initiating_rank is not None:
+            where.append(f"rank {report.initiating_rank}")
+        if report.initiating_host:
+            where.append(report.initiating_host)
+        on = f" on {', '.join(where)}" if where else ""
+        out.append(f"Most likely cause{on}: {report.initiating.title}")
+    else:
+        out.append("No initiating failure found; what the logs show is listed below.")
+    for number, finding in enumerate(report.findings, start=1):
+        out.append("")
+        out.extend(_finding_text(finding, number))
+    for u in report.unknown:
+        out.append("")
+        package = f" raised in {u.package}" if u.package else ""
+        out.append(f"Unknown failure: {u.exception}{package}, at {_where(u.evidence)}")
+        if u.message:
+            out.append(f"   {u.exception}: {u.message}")
+        for frame in u.frames:
+            out.append(f"   in {frame}")
+        out.append(f"   No entry covers it yet. Scaffold one: {u.command}")
+    if report.suspects:
+        out.append("")
+        out.append(f"Suspect rank{'s' if len(report.suspects) > 1 else ''}: {', '.join(map(str, report.suspects))}")
+    if report.missing:
+        out.append("")
+        out.append("What would settle it:")
+        for fact in report.missing:
+            out += textwrap.wrap(fact, 100, initial_indent="  - ", subsequent_indent="    ")
+    return "\n".join(out)
