@@ -7,7 +7,9 @@ or in the first three findings), false alarms on the negatives (any finding that
 initiating rank or host where the case settles it, and for failures no entry covers yet whether the
 report names the exception.
 
-    python benchmarks/accuracy.py [--corpus tests/corpus/real] [--json results.json] [--misses]
+    python benchmarks/accuracy.py [--corpus tests/corpus/real] [--json results.json] [--misses] [--from-entries]
+
+--from-entries builds the index from entries/ as they are now instead of reading the packaged copy.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,14 +51,9 @@ class Tally:
         return f"{100 * part / whole:5.1f}" if whole else "    -"
 
 
-ENGINE: Engine | None = None
-
-
-def trainwreck_answer(case: Case) -> dict[str, Any]:
+def trainwreck_answer(engine: Engine, case: Case) -> dict[str, Any]:
     """The engine's answer: ranked entries, roles, initiating rank and host, unknown exceptions."""
-    global ENGINE
-    ENGINE = ENGINE or Engine()
-    report, _problems = ENGINE.diagnose([str(p) for p in case.logs])
+    report, _problems = engine.diagnose([str(p) for p in case.logs])
     return {
         "ranked": [f.entry for f in report.findings],
         "alarms": [f.entry for f in report.findings if f.role != "note"],
@@ -138,13 +136,22 @@ def main() -> None:
     p.add_argument("--corpus", default=str(ROOT / "tests" / "corpus" / "real"))
     p.add_argument("--json", help="also write the figures as JSON")
     p.add_argument("--misses", action="store_true", help="list every case the engine gets wrong")
+    p.add_argument("--from-entries", action="store_true", help="index the entries as they are now")
     args = p.parse_args()
     cases = load_cases(Path(args.corpus))
+    index = None
+    if args.from_entries:
+        from generator.build import load_catalog
+        from generator.index import API_DIR, build_signature_index
+
+        index = Path(tempfile.mkdtemp()) / "signatures.jsonl"
+        index.write_text(build_signature_index(load_catalog(ROOT))[f"{API_DIR}/signatures.jsonl"], encoding="utf-8")
+    engine = Engine(index)
     needles = []
-    for s in load_index():
+    for s in load_index(index):
         if s.is_line and s.record.required:
             needles.append((s.record.required, s.entry))
-    ours = score(cases, trainwreck_answer)
+    ours = score(cases, lambda c: trainwreck_answer(engine, c))
     naive = score(cases, lambda c: naive_answer(c, needles))
     a, n = ours["all"], naive["all"]
     multi = sum(1 for c in cases if c.multi_rank)

@@ -7,7 +7,7 @@ import RULES from "./diagnose-rules.js";
 export const REPORT_VERSION = 2;
 const INDEX_VERSION = 2;
 const LIMITS = RULES.LIMITS;
-const SEVERITY_RANK = { low: 0, medium: 1, high: 2, critical: 3 };
+const SEVERITY_RANK = Object.fromEntries(RULES.SEVERITIES.map((s, i) => [s, i]));
 
 // Python's re (with re.ASCII) and JavaScript differ on \s (JavaScript adds Unicode spaces) and on
 // "." (JavaScript also stops at \r); rewrite both so a pattern means what it means in Python.
@@ -63,6 +63,9 @@ const EXCEPTION = rx(RULES.TRACEBACK.exception);
 const PACKAGE = rx(RULES.TRACEBACK.package);
 const STDLIB = rx(RULES.TRACEBACK.stdlib);
 const METRIC = rx(RULES.METRIC, "g");
+const RECORD_OPEN = rx(RULES.LAUNCHER_RECORD.open);
+const RECORD_FIELD = rx(RULES.LAUNCHER_RECORD.field);
+const RECORD_CLOSE = rx(RULES.LAUNCHER_RECORD.close);
 
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 // Python slices strings by code point, JavaScript by UTF-16 unit: cut the way Python does.
@@ -226,7 +229,7 @@ export class Scanner {
   }
 
   begin(name, position, rank, host) {
-    this.file = { name, position, rank, host, lastOrder: null, streams: new Map() };
+    this.file = { name, position, rank, host, lastOrder: null, streams: new Map(), record: null };
   }
 
   end() {
@@ -260,7 +263,14 @@ export class Scanner {
 
   line(number, text) {
     const f = this.file;
-    const where = origin(text, 0, f.rank, f.host);
+    let rank = f.rank;
+    let host = f.host;
+    if (f.record !== null) {
+      // Inside the launcher's record of a failed worker: its lines are that worker's.
+      if (/^\d+$/.test(f.record.rank || "")) rank = parseInt(f.record.rank, 10);
+      if (f.record.host !== undefined) host = f.record.host;
+    }
+    const where = origin(text, 0, rank, host);
     if (where.clock === "wall" && where.order !== null) f.lastOrder = where.order;
     if (where.clock) this.clocks.add(where.clock);
     const matched = this.matchSignatures(number, text, where);
@@ -291,6 +301,10 @@ export class Scanner {
   grammar(segment, number, where, matched) {
     const f = this.file;
     const body = payload(segment);
+    let r;
+    if (RECORD_OPEN.test(body)) f.record = {};
+    else if (f.record !== null && (r = RECORD_FIELD.exec(body))) f.record[r[1]] = r[2];
+    else if (RECORD_CLOSE.test(body)) f.record = null;
     let stream = f.streams.get(where.rank);
     if (!stream) { stream = { traceback: null, detectors: new Map() }; f.streams.set(where.rank, stream); }
     if (HEADER.test(body)) {
@@ -478,8 +492,13 @@ export function buildReport(scanner) {
   const byTime = scanner.inputs.length > 1;
   const keys = new Map(groups.map((g) => [g, orderKey(g, positions, byTime)]));
   const conf = new Map(groups.map((g) => [g, confidence(g)]));
+  const causes = groups.filter((g) => conf.get(g) !== "low" && !g.signature.record.collateral && !g.signature.record.wraps.length);
+  if (!causes.length && scanner.exceptions.some((r) => !r.matched)) {
+    // A launcher that reports "any failure" of its worker carries an exception no entry covers
+    // (the user's own KeyError, say): that exception is the account of the failure, not the launcher.
+    for (const g of groups) if (g.signature.record.wraps.includes("*")) conf.set(g, "low");
+  }
   const confident = groups.filter((g) => conf.get(g) !== "low");
-  const causes = confident.filter((g) => !g.signature.record.collateral && !g.signature.record.wraps.length);
   const wrappers = new Set(confident.filter((w) => w.signature.record.wraps.length
     && confident.some((c) => !c.signature.record.wraps.length && carries(w, c))));
   for (const g of confident) {

@@ -5,7 +5,8 @@ const status = document.getElementById("diagnose-status");
 const progress = document.getElementById("diagnose-progress");
 const result = document.getElementById("diagnosis-result");
 const json = document.getElementById("diagnosis-json");
-const ROLE = { initiating: "Initiating failure", independent: "Also found", collateral: "Collateral", note: "Note" };
+const ROLE = { initiating: "Initiating failure", independent: "Also found", wrapper: "Wrapper", collateral: "Collateral", note: "Note" };
+const VIA = { line: "", frames: " (from traceback frames)", metric: " (from metric lines)" };
 
 function el(tag, text, className) {
   const node = document.createElement(tag);
@@ -40,7 +41,7 @@ function renderFinding(f) {
   heading.append(link);
   item.append(heading);
   const ranks = f.ranks.length ? `ranks ${f.ranks.join(", ")}` : "rank unknown";
-  item.append(el("p", `${f.severity} severity · ${f.confidence} confidence · ${f.count} matching line${f.count === 1 ? "" : "s"} · ${ranks} · first at ${where(f.first)}`, "meta"));
+  item.append(el("p", `${f.severity} severity · ${f.confidence} confidence · ${f.count} matching line${f.count === 1 ? "" : "s"}${VIA[f.first.via]} · ${ranks} · first at ${where(f.first)}`, "meta"));
   const pre = el("pre", null, "log");
   pre.tabIndex = 0;
   pre.append(el("code", f.evidence.map((e) => `${where(e)}: ${e.text}`).join("\n")));
@@ -68,6 +69,23 @@ function render(report, problems) {
   const findings = el("ol", null, "findings");
   report.findings.forEach((f) => findings.append(renderFinding(f)));
   result.append(findings);
+  if (report.unknown.length) {
+    result.append(el("h2", "Exceptions no entry covers yet"));
+    const list = el("ul", null, "unknown");
+    for (const u of report.unknown) {
+      const item = el("li");
+      item.append(el("p", `${u.exception}${u.package ? ` raised in ${u.package}` : ""}, at ${where(u.evidence)}`));
+      const pre = el("pre", null, "log");
+      pre.tabIndex = 0;
+      pre.append(el("code", [u.message ? `${u.exception}: ${u.message}` : u.exception, ...u.frames.map((f) => `  in ${f}`)].join("\n")));
+      item.append(pre);
+      const command = el("p", "Scaffold an entry from it: ");
+      command.append(el("code", u.command));
+      item.append(command);
+      list.append(item);
+    }
+    result.append(list);
+  }
   if (report.suspects.length) {
     result.append(el("p", `Suspect rank${report.suspects.length > 1 ? "s" : ""}: ${report.suspects.join(", ")}`, "suspects"));
   }

@@ -298,3 +298,21 @@ def test_merge_names_the_node_that_failed_first(tmp_path: Path) -> None:
     bad.write_text("{}")
     result = subprocess.run([sys.executable, "-m", "generator", "merge", str(bad)], capture_output=True, timeout=60)
     assert result.returncode == 2 and b"not a version 2 report" in result.stderr
+
+
+def test_a_cached_hyperscan_database_proposes_what_a_compiled_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("hyperscan")
+    from generator.diagnose.match import HyperscanMatcher
+    from generator.diagnose.signatures import load_index
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    signatures = load_index()
+    chunk = b"".join(logs(c)[0].read_bytes() for c in CASES if c.name != "bad-inputs")
+    compiled = HyperscanMatcher(signatures)
+    [cache] = list((tmp_path / "trainwreck").glob("hyperscan-*.db"))
+    loaded = HyperscanMatcher(signatures)
+    assert sorted(loaded.candidates(chunk)) == sorted(compiled.candidates(chunk)) != []
+    cache.write_bytes(b"broken")
+    assert sorted(HyperscanMatcher(signatures).candidates(chunk)) == sorted(compiled.candidates(chunk))

@@ -24,6 +24,9 @@ BOX_FRAME = re.compile(rules.TRACEBACK["box_frame"], A)
 CHAIN = re.compile(rules.TRACEBACK["chain"], A)
 EXCEPTION = re.compile(rules.TRACEBACK["exception"], A)
 METRIC = re.compile(rules.METRIC, A)
+RECORD_OPEN = re.compile(rules.LAUNCHER_RECORD["open"], A)
+RECORD_FIELD = re.compile(rules.LAUNCHER_RECORD["field"], A)
+RECORD_CLOSE = re.compile(rules.LAUNCHER_RECORD["close"], A)
 KEY_SEPARATORS = re.compile(r"[^a-z0-9]+", A)
 LIMITS = rules.LIMITS
 
@@ -114,6 +117,7 @@ class _File:
     host: str | None
     last_order: tuple[int, ...] | None = None  # the latest wall-clock time seen in this file
     streams: dict[int | None, _Stream] = field(default_factory=dict)
+    record: dict[str, str] | None = None  # the launcher's failure record being read: its host and rank
 
 
 class Collector:
@@ -160,7 +164,12 @@ class Collector:
         f = self.file
         assert f is not None
         text = candidate.text
-        where = origin(text, 0, f.rank, f.host)
+        rank, host = f.rank, f.host
+        if f.record is not None:
+            # Inside the launcher's record of a failed worker: its lines are that worker's.
+            rank = int(f.record["rank"]) if f.record.get("rank", "").isdigit() else rank
+            host = f.record.get("host", host)
+        where = origin(text, 0, rank, host)
         if where.clock == "wall" and where.order is not None:
             f.last_order = where.order
         if where.clock:
@@ -205,6 +214,12 @@ class Collector:
         f = self.file
         assert f is not None
         body = payload(segment)
+        if RECORD_OPEN.match(body):
+            f.record = {}
+        elif f.record is not None and (m := RECORD_FIELD.match(body)):
+            f.record[m.group(1)] = m.group(2)
+        elif RECORD_CLOSE.match(body):
+            f.record = None
         stream = f.streams.get(where.rank)
         if stream is None:
             stream = f.streams[where.rank] = _Stream()

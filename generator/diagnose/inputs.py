@@ -112,14 +112,15 @@ def _chunks(stream: BinaryIO, name: str, limit: int | None, sniff: bool) -> Iter
             if carry:
                 yield carry
             return
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n") + 1
+        cut = block.rfind(b"\n") + 1
         if cut == 0:
+            data = carry + block
             if len(data) > MAX_LINE_BYTES:
                 yield data + b"\n"  # an endless line is scanned in pieces rather than held whole
                 carry = b""
             else:
                 carry = data
             continue
-        carry = data[cut:]
-        yield data if cut == len(data) else data[:cut]
+        # One copy per chunk: the short carry and the block up to its last line break.
+        yield carry + block[:cut] if carry or cut < len(block) else block
+        carry = block[cut:]

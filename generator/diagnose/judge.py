@@ -54,8 +54,16 @@ def judge(collector: Collector) -> Diagnosis:
     by_time = len(collector.inputs) > 1
     keys = {id(g): _key(g, positions, by_time) for g in groups}
     conf = {id(g): confidence(g) for g in groups}
+    causes = [
+        g for g in groups if conf[id(g)] != "low" and not g.signature.record.collateral and not g.signature.record.wraps
+    ]
+    if not causes and any(not r.matched for r in collector.exceptions):
+        # A launcher that reports "any failure" of its worker carries an exception no entry covers
+        # (the user's own KeyError, say): that exception is the account of the failure, not the launcher.
+        for g in groups:
+            if "*" in g.signature.record.wraps:
+                conf[id(g)] = "low"
     confident = [g for g in groups if conf[id(g)] != "low"]
-    causes = [g for g in confident if not g.signature.record.collateral and not g.signature.record.wraps]
     wrappers = {
         id(w)
         for w in confident

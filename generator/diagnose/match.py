@@ -8,9 +8,12 @@ means what the index contract says whichever matcher proposed it.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from generator.diagnose import rules
 from generator.diagnose.attribute import ANSI_BYTES
@@ -73,12 +76,23 @@ class HyperscanMatcher(Matcher):
         # cannot compile exactly as a superset, which the per-line reading then narrows; MULTILINE
         # gives ^ and $ their per-line meaning inside a chunk.
         flags = [hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE for _ in expressions]
+        cached = _cache_path(expressions, flags)
+        if cached is not None and cached.is_file():
+            try:
+                db = hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+                db.scratch = hyperscan.Scratch(db)  # a loaded database comes without one
+                self.db = db
+                return
+            except (OSError, hyperscan.error):
+                pass  # a stale or broken cache is rebuilt below
         try:
             self.db.compile(
                 expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions), flags=flags
             )
         except hyperscan.error as exc:
             raise MatcherError(f"Hyperscan cannot compile this index ({exc}); try --engine re2") from exc
+        if cached is not None:
+            _write_cache(cached, hyperscan.dumpb(self.db))
 
     def candidates(self, chunk: bytes) -> Iterable[tuple[int, int]]:
         found: list[tuple[int, int]] = []
@@ -89,6 +103,30 @@ class HyperscanMatcher(Matcher):
 
         self.db.scan(chunk, match_event_handler=on_match)
         return found
+
+
+def _cache_path(expressions: list[bytes], flags: list[int]) -> Path | None:
+    """Where a compiled database for exactly these patterns is kept: compiling takes longer than most scans."""
+    try:
+        import hyperscan
+
+        version = getattr(hyperscan, "__version__", "") + str(getattr(hyperscan, "HS_VERSION", ""))
+    except ImportError:
+        return None
+    digest = hashlib.sha256(repr((version, expressions, flags)).encode()).hexdigest()[:32]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "trainwreck" / f"hyperscan-{digest}.db"
+
+
+def _write_cache(path: Path, data: bytes) -> None:
+    # Written under a temporary name and renamed, so a concurrent run never reads half a file.
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_bytes(data)
+        partial.replace(path)
+    except OSError:
+        pass  # no cache where the home folder is read-only; the next run compiles again
 
 
 class LiteralMatcher(Matcher):

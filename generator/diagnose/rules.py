@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from generator.contract import SEVERITIES
+
 LIMITS: dict[str, int] = {
     "evidence_lines": 5,  # evidence kept per finding
     "text_limit": 400,  # characters of a line shown as evidence
@@ -133,6 +135,14 @@ TRACEBACK: dict[str, str] = {
 # Dotted exception types whose first name is not a package.
 BUILTIN_MODULES = ["builtins", "__main__"]
 
+# torchrun's failure report names, per failed worker, its host and global rank on lines of their own;
+# the lines of that record (its "traceback : Signal 9 (SIGKILL) …") belong to that rank and host.
+LAUNCHER_RECORD = {
+    "open": r"^(?:Root Cause \(first observed failure\)|Failures):",
+    "field": r"^(host|rank)\s*: ([\w.-]+)",
+    "close": r"^={20,}\s*$",
+}
+
 # The literal texts and patterns that put a line in front of the grammar: the scan only reads a
 # line whose text holds one of them (the JSON-escaped forms of quotes are added automatically).
 STRUCTURE = [
@@ -142,6 +152,10 @@ STRUCTURE = [
     r"During handling of the above exception",
     r"The above exception was the direct cause",
     r"(?:Error|Exception|Exit|Interrupt|Failed|Failure|Unsupported|Fault|Timeout|Iteration)(?::|[ \t]*$)",
+    r"Root Cause \(first observed failure\):",
+    r"Failures:",
+    r"^\s*(?:host|rank)\s*: \w",
+    r"^={20,}",
 ]
 
 # Metric lines: "key: value", "key=value", "'key': value" (Trainer dicts), Megatron's "| key: value |".
@@ -196,9 +210,11 @@ def browser_rules() -> str:
         "TRACEBACK": TRACEBACK,
         "BUILTIN_MODULES": BUILTIN_MODULES,
         "STRUCTURE": STRUCTURE,
+        "LAUNCHER_RECORD": LAUNCHER_RECORD,
         "METRIC": METRIC,
         "NON_FINITE": NON_FINITE,
         "ROLE_ORDER": ROLE_ORDER,
+        "SEVERITIES": list(SEVERITIES),
         "SENTENCES": SENTENCES,
         "NEW_COMMAND": NEW_COMMAND,
     }
