@@ -139,3 +139,25 @@ def test_both_engines_return_the_same_report_on_every_case_and_vector(
         if ours != theirs:
             differ.append(name)
     assert differ == [], f"{len(differ)} reports differ, first: {differ[:5]}"
+
+
+def test_every_grammar_pattern_contains_one_of_its_literals() -> None:
+    # The browser's scanner looks for the literals, the command line for the patterns: a line one
+    # proposes and the other skips would make the two engines disagree.
+    import re
+
+    from generator.diagnose import rules
+
+    lines = [
+        line
+        for path in [p for c in CASES for p in c.logs] + [p for v in VECTOR_CASES for p in vector_logs(v)]
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+    ]
+    seen = 0
+    for item in rules.STRUCTURE:
+        pattern = re.compile(item["regex"], re.ASCII)
+        for line in lines:
+            if pattern.search(line):
+                seen += 1
+                assert any(lit in line for lit in item["literals"]), (item["regex"], line)
+    assert seen > 500

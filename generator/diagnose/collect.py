@@ -27,13 +27,13 @@ METRIC = re.compile(rules.METRIC, A)
 RECORD_OPEN = re.compile(rules.LAUNCHER_RECORD["open"], A)
 RECORD_FIELD = re.compile(rules.LAUNCHER_RECORD["field"], A)
 RECORD_CLOSE = re.compile(rules.LAUNCHER_RECORD["close"], A)
-KEY_SEPARATORS = re.compile(r"[^a-z0-9]+", A)
+KEY_SEPARATORS = re.compile(rules.METRIC_SEPARATORS, A)
 LIMITS = rules.LIMITS
 
 
 def metric_key(name: str) -> str:
     """Normalise a metric name as printed ('grad norm', 'train/loss') to the index's form ('grad_norm')."""
-    return KEY_SEPARATORS.sub("_", name.lower()).strip("_")
+    return KEY_SEPARATORS.sub("_", name.lower())
 
 
 def reading(text: str) -> float:

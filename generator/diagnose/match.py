@@ -31,13 +31,13 @@ def metric_pattern(name: str) -> str:
         # Each letter in either case, so that 'Grad Norm' and 'grad_norm' are both read.
         return "".join(f"[{c}{c.upper()}]" if "a" <= c <= "z" else re.escape(c) for c in w)
 
-    return "[ _/.-]+".join(word(w) for w in name.split("_")) + "['\"]?\\s*[:=]"
+    return rules.METRIC_SEPARATORS.join(word(w) for w in name.split("_")) + "['\"]? ?[:=]"
 
 
 def candidate_patterns(signatures: list[Signature]) -> list[tuple[int, str]]:
     """Every candidate pattern as (signature position, or GRAMMAR, regex source)."""
     patterns = [(s.position, s.regex) for s in signatures if s.is_line]
-    patterns += [(GRAMMAR, p) for p in rules.STRUCTURE]
+    patterns += [(GRAMMAR, p["regex"]) for p in rules.STRUCTURE]
     metrics = sorted({m for s in signatures if s.record.detector for m in s.record.detector.metrics})
     patterns += [(GRAMMAR, metric_pattern(m)) for m in metrics]
     return patterns

@@ -115,6 +115,8 @@ DECORATION = (
     r"|\s*\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?(?: \d\d-\d\d \d\d:\d\d:\d\d)?(?: \[[\w.-]+:\d+\])?"
     r"(?: ?[:|-] ?| )"
     r"|\s*[\w.]+ - (?:INFO|WARNING|ERROR|DEBUG|CRITICAL) - "
+    r"|\s*(?:stdout|stderr) ?[|:] "  # a stream name between pipes, as FastChat and supervisors log
+    r"|[\w.-]+ +\| "  # docker compose: the service name, padded, then a pipe
     r"|\s*\| )"
 )
 
@@ -123,7 +125,7 @@ TRACEBACK: dict[str, str] = {
     "header": r"Traceback \(most recent call last\)",
     "frame": r"^\s*(?:> )?File \"([^\"]+)\", line (\d+), in (\S+)",
     # rich and other box-drawn tracebacks: "│ /path/to/file.py:123 in function   │"
-    "box_frame": r"^[\u2502|]\s*(\S+\.py):(\d+) in (\S+)",
+    "box_frame": r"^│\s*(\S+\.py):(\d+) in (\S+)",
     "chain": r"^(?:During handling of the above exception, another exception occurred|"
     r"The above exception was the direct cause of the following exception):",
     "exception": r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:Error|Exception|Exit|Interrupt|Failed|Failure|Unsupported|"
@@ -139,32 +141,50 @@ BUILTIN_MODULES = ["builtins", "__main__"]
 # the lines of that record (its "traceback : Signal 9 (SIGKILL) …") belong to that rank and host.
 LAUNCHER_RECORD = {
     "open": r"^(?:Root Cause \(first observed failure\)|Failures):",
-    "field": r"^(host|rank)\s*: ([\w.-]+)",
+    "field": r"^(host|rank) {6}: ([\w.-]+)",
     "close": r"^={20,}\s*$",
 }
 
-# The literal texts and patterns that put a line in front of the grammar: the scan only reads a
-# line whose text holds one of them (the JSON-escaped forms of quotes are added automatically).
-STRUCTURE = [
-    r"Traceback \(most recent call last\)",
-    r"File \"[^\"]+\", line \d+, in ",
-    r"\.py:\d+ in \S",
-    r"During handling of the above exception",
-    r"The above exception was the direct cause",
-    r"(?:Error|Exception|Exit|Interrupt|Failed|Failure|Unsupported|Fault|Timeout|Iteration)(?::|[ \t]*$)",
-    r"Root Cause \(first observed failure\):",
-    r"Failures:",
-    r"^\s*(?:host|rank)\s*: \w",
-    r"^={20,}",
+# What puts a line in front of the grammar: the scan reads a line only when its text matches one of
+# these patterns (or a signature). Each names literals, one of which every match contains: the
+# browser's scanner looks for those (JSON-escaped quotes are added automatically).
+STRUCTURE: list[dict[str, Any]] = [
+    {"regex": r"Traceback \(most recent call last\)", "literals": ["Traceback (most recent call last)"]},
+    {"regex": r"File \"[^\"]+\", line \d+, in ", "literals": ['File "']},
+    {"regex": r"│\s*\S+\.py:\d+ in \S", "literals": ["│"]},
+    {"regex": r"During handling of the above exception", "literals": ["During handling of the above exception"]},
+    {"regex": r"The above exception was the direct cause", "literals": ["The above exception was the direct cause"]},
+    {
+        "regex": r"(?:Error|Exception|Exit|Interrupt|Failed|Failure|Unsupported|Fault|Timeout|Iteration)(?::|[ \t]*$)",
+        "literals": [
+            "Error",
+            "Exception",
+            "Exit",
+            "Interrupt",
+            "Failed",
+            "Failure",
+            "Unsupported",
+            "Fault",
+            "Timeout",
+            "Iteration",
+        ],
+    },
+    {"regex": r"Root Cause \(first observed failure\):", "literals": ["Root Cause (first observed failure):"]},
+    {"regex": r"Failures:", "literals": ["Failures:"]},
+    {"regex": r"(?:host|rank) {6}: ", "literals": ["host      : ", "rank      : "]},
+    {"regex": r"={20}", "literals": ["=" * 20]},
 ]
 
 # Metric lines: "key: value", "key=value", "'key': value" (Trainer dicts), Megatron's "| key: value |".
 METRIC = (
-    r"(?:^|[\s|,{(\[])['\"]?([A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*){0,3})['\"]?\s*[:=]\s*['\"]?"
+    r"(?:^|[\s|,{(\[])['\"]?([A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*){0,3})['\"]? ?[:=]\s*['\"]?"
     r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|infinity|Infinity))"
     r"(?![\w.])"
 )
-NON_FINITE = ["nan", "inf", "infinity"]  # compared in lower case, sign removed
+# A metric name as printed becomes the index's name: lower case, each run of these characters "_".
+METRIC_SEPARATORS = r"[ _/.-]+"
+# What may stand between a metric's name and its value; the browser's scanner spells these out.
+METRIC_JOINS = [q + sp + op for q in ("", "'", '"') for sp in ("", " ") for op in (":", "=")]
 
 # Report order of the roles, and the sentences the report is made of.
 ROLE_ORDER = ["initiating", "independent", "wrapper", "collateral", "note"]
@@ -212,7 +232,8 @@ def browser_rules() -> str:
         "STRUCTURE": STRUCTURE,
         "LAUNCHER_RECORD": LAUNCHER_RECORD,
         "METRIC": METRIC,
-        "NON_FINITE": NON_FINITE,
+        "METRIC_SEPARATORS": METRIC_SEPARATORS,
+        "METRIC_JOINS": METRIC_JOINS,
         "ROLE_ORDER": ROLE_ORDER,
         "SEVERITIES": list(SEVERITIES),
         "SENTENCES": SENTENCES,
