@@ -66,6 +66,9 @@ const METRIC = rx(RULES.METRIC, "g");
 const RECORD_OPEN = rx(RULES.LAUNCHER_RECORD.open);
 const RECORD_FIELD = rx(RULES.LAUNCHER_RECORD.field);
 const RECORD_CLOSE = rx(RULES.LAUNCHER_RECORD.close);
+// The count of capture groups: the length of a match of the pattern or'ed with the empty one.
+const groupCount = (re) => new RegExp(`${re.source}|`).exec("").length - 1;
+const ERROR_LINES = RULES.ERROR_LINES.map((e) => [e.kind, rx(e.regex), groupCount(rx(e.regex))]);
 
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 // Python slices strings by code point, JavaScript by UTF-16 unit: cut the way Python does.
@@ -431,6 +434,18 @@ export class Scanner {
       }
       return;
     }
+    for (const [kind, re, groups] of ERROR_LINES) {
+      const e = re.exec(body);
+      if (e) {
+        // With two groups the first names the error (the Xid number), the second describes it.
+        const [name, message] = groups > 1 ? [`${kind} ${e[1]}`, e[2]] : [kind, e[1]];
+        this.record({
+          type: name, message: cut(message, LIMITS.text_limit), frames: [], file: f.name, number, where,
+          text: cut(segment, LIMITS.text_limit), matched,
+        });
+        return;
+      }
+    }
     if (this.watched.size) {
       METRIC.lastIndex = 0;
       let found;
@@ -504,8 +519,8 @@ export class Scanner {
     const f = this.file;
     let g = this.groups.get(sig.entry);
     if (g && g.lastFile === f.position && g.lastLine === number) {
-      // Two signatures of one entry on one line: one line of evidence, the more specific pattern.
-      if (sig.specificity > g.signature.specificity) g.signature = sig;
+      // Two signatures of one entry on one line: one line of evidence, the stronger signature.
+      if (stronger(sig, g.signature)) g.signature = sig;
       return;
     }
     const lineRank = where.rank !== null ? where.rank : rank;
@@ -521,7 +536,7 @@ export class Scanner {
         firstSeenAt: null, firstTimed: null, firstTimedAt: null, vias: new Set(), lastFile: -1, lastLine: -1,
       };
       this.groups.set(sig.entry, g);
-    } else if (sig.specificity > g.signature.specificity) {
+    } else if (stronger(sig, g.signature)) {
       g.signature = sig;
     }
     g.lastFile = f.position;
@@ -538,6 +553,12 @@ export class Scanner {
       if (g.firstTimed === null || compareTimed(timed, g.firstTimedAt) < 0) { g.firstTimed = evidence; g.firstTimedAt = timed; }
     }
   }
+}
+
+// Which of an entry's signatures speaks for its finding: proof over a lead, then the more specific.
+function stronger(a, b) {
+  const proof = (s) => (s.record.lead || s.record.search_key ? 0 : 1);
+  return proof(a) !== proof(b) ? proof(a) > proof(b) : a.specificity > b.specificity;
 }
 
 function compareTimed(a, b) {
@@ -634,7 +655,7 @@ export function buildReport(scanner) {
   return {
     schema_version: REPORT_VERSION, inputs: scanner.inputs, lines: scanner.lines, bytes: scanner.bytes,
     initiating: first, initiating_rank: rank, initiating_host: first ? first.first.host : null, suspects, findings,
-    unknown, missing: missing(scanner, findings, first, suspects),
+    unknown, missing: missing(scanner, findings, first, suspects, new Set(groups.filter((g) => g.signature.record.wraps.length).map((g) => g.signature.entry))),
   };
 }
 
@@ -681,7 +702,7 @@ function suspectRanks(scanner, findings) {
   return [...new Set([...scanner.logRanks.values()].filter((r) => !reporting.has(r)))].sort((a, b) => a - b);
 }
 
-function missing(scanner, findings, initiating, suspects) {
+function missing(scanner, findings, initiating, suspects, wrapping) {
   const S = RULES.SENTENCES;
   const out = [];
   const confident = findings.filter((f) => f.role !== "note");
@@ -690,10 +711,10 @@ function missing(scanner, findings, initiating, suspects) {
     const noun = suspects.length === 1 ? "Rank" : "Ranks";
     out.push(fmt(S.suspects, { noun, noun_lower: noun.toLowerCase(), names: suspects.join(", ") }));
   } else if (confident.length && initiating === null) {
-    const wrappers = confident.filter((f) => f.role === "wrapper");
     const titles = confident.slice(0, 3).map((f) => f.title).join("; ");
-    if (wrappers.length && confident.every((f) => f.role === "wrapper" || f.role === "collateral")) {
-      out.push(fmt(S.wrapper_only, { title: wrappers[0].title }));
+    if (confident.every((f) => wrapping.has(f.entry))) {
+      // Only errors that carry another inside them: the one they carry is not in these logs.
+      out.push(fmt(S.wrapper_only, { title: confident[0].title }));
     } else if (ranks.length <= 1 && scanner.inputs.length === 1) {
       out.push(fmt(S.only_collateral_one_log, { who: ranks.length ? `rank ${ranks[0]}'s log` : "one log", titles }));
     } else {

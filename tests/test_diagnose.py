@@ -316,3 +316,122 @@ def test_a_cached_hyperscan_database_proposes_what_a_compiled_one_does(
     assert sorted(loaded.candidates(chunk)) == sorted(compiled.candidates(chunk)) != []
     cache.write_bytes(b"broken")
     assert sorted(HyperscanMatcher(signatures).candidates(chunk)) == sorted(compiled.candidates(chunk))
+
+
+def _metric_index(tmp_path: Path, detector: dict[str, object]) -> Path:
+    packaged = Path(__file__).resolve().parent.parent / "generator" / "data" / "signatures.jsonl"
+    base = json.loads(packaged.read_text(encoding="utf-8").splitlines()[0])
+    record = base | {
+        "id": "demo-metric/1",
+        "entry": "demo-metric",
+        "kind": "metric",
+        "pattern": "demo",
+        "required": "",
+        "calls": [],
+        "detector": {"threshold": None, **detector},
+        "refines": [],
+        "wraps": [],
+        "examples": [],
+        "collateral": False,
+        "search_key": False,
+        "lead": False,
+        "severity": "high",
+    }
+    index = tmp_path / "signatures.jsonl"
+    index.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return index
+
+
+MEGATRON = (
+    " iteration {i:8d}/  500000 | consumed samples: {c} | elapsed time per iteration (ms): 1234.5 | "
+    "learning rate: 1.000E-04 | global batch size:  1024 | lm loss: {loss} | loss scale: {scale} | "
+    "grad norm: {norm} | number of skipped iterations: {skipped:3d} | number of nan iterations:   0 |"
+)
+
+
+@pytest.mark.parametrize(
+    "detector,values,first",
+    [
+        # grad norm NaN for three readings in a row, after one harmless NaN at the start.
+        ({"metrics": ["grad_norm"], "condition": "non-finite", "count": 3}, ["nan", "1.2", "nan", "nan", "nan"], 5),
+        (
+            {"metrics": ["loss_scale"], "condition": "halved", "count": 4},
+            ["65536", "32768", "32768", "16384", "8192", "4096"],
+            6,
+        ),
+        ({"metrics": ["loss_scale"], "condition": "below", "count": 2, "threshold": 1.0}, ["2", "1", "0.5", "0.25"], 4),
+        (
+            {"metrics": ["lm_loss"], "condition": "jump", "count": 1, "threshold": 2.0},
+            ["3.1", "2.5", "2.4", "310.0"],
+            4,
+        ),
+        (
+            {"metrics": ["number_of_skipped_iterations"], "condition": "above", "count": 3, "threshold": 0},
+            ["0", "1", "1", "2"],
+            4,
+        ),
+    ],
+)
+def test_metric_detectors_fire_on_their_shape_and_stay_quiet_before(
+    tmp_path: Path, detector: dict[str, object], values: list[str], first: int
+) -> None:
+    index = _metric_index(tmp_path, detector)
+    metric = detector["metrics"][0]  # type: ignore[index]
+    lines = []
+    for i, v in enumerate(values, start=1):
+        fields = {"i": i * 10, "c": i * 10240, "loss": "2.3", "scale": "1.0", "norm": "0.9", "skipped": 0}
+        key = {"grad_norm": "norm", "loss_scale": "scale", "lm_loss": "loss", "number_of_skipped_iterations": "skipped"}
+        fields[key[str(metric)]] = int(v) if metric == "number_of_skipped_iterations" else v
+        lines.append(f"[rank0]: {MEGATRON.format(**fields)}")
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)
+    [finding] = report["findings"]
+    assert finding["first"]["line"] == first and finding["first"]["via"] == "metric"
+    assert finding["confidence"] == "medium", "metric evidence alone is not proof"
+    log.write_text("\n".join(lines[: first - 1]) + "\n", encoding="utf-8")
+    assert json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)["findings"] == []
+
+
+def test_metric_readers_read_trainer_dicts_and_progress_bars(tmp_path: Path) -> None:
+    index = _metric_index(tmp_path, {"metrics": ["grad_norm", "train_loss"], "condition": "non-finite", "count": 2})
+    log = tmp_path / "train.log"
+    log.write_text(
+        "{'loss': 2.31, 'grad_norm': nan, 'learning_rate': 4.5e-06, 'epoch': 0.66}\n"
+        "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.4e-06, 'epoch': 0.67}\n"
+        "Epoch 0:  12%|#2        | 120/1000 [00:10<01:20, 11.0it/s, v_num=0, train_loss=nan]\n",
+        encoding="utf-8",
+    )
+    report = json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)
+    assert [(e["line"], e["via"]) for e in report["findings"][0]["evidence"]] == [(2, "metric"), (3, "metric")]
+
+
+def test_frame_signatures_name_a_failure_whose_message_is_missing(tmp_path: Path) -> None:
+    index = _metric_index(tmp_path, {"metrics": ["x"], "condition": "non-finite", "count": 1})
+    record = json.loads(index.read_text(encoding="utf-8"))
+    calls = [
+        {"path": "torch/utils/cpp_extension.py", "function": "_check_cuda_version"},
+    ]
+    record |= {"kind": "frames", "detector": None, "calls": calls, "pattern": "cpp_extension.py in _check_cuda_version"}
+    index.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    frames = (
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/work/train.py", line 3, in <module>\n'
+        '[rank0]:   File "/opt/venv/lib/python3.10/site-packages/torch/utils/cpp_extension.py", line 412, '
+        "in _check_cuda_version\n"
+    )
+    log = tmp_path / "train.log"
+    box = tmp_path / "rich.log"
+    log.write_text(frames, encoding="utf-8")
+    box.write_text(
+        "╭──── Traceback (most recent call last) ────╮\n"
+        "│ /opt/venv/lib/python3.10/site-packages/torch/utils/cpp_extension.py:412 in _check_cuda_version │\n",
+        encoding="utf-8",
+    )
+    for path, line in ((log, 3), (box, 2)):
+        report = json.loads(_cli(["--json", "--index", str(index), str(path)]).stdout)
+        [finding] = report["findings"]
+        assert (finding["first"]["line"], finding["first"]["via"]) == (line, "frames"), path.name
+    # A traceback through other functions names nothing.
+    log.write_text(frames.replace("_check_cuda_version", "load"), encoding="utf-8")
+    assert json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)["findings"] == []

@@ -27,6 +27,7 @@ METRIC = re.compile(rules.METRIC, A)
 RECORD_OPEN = re.compile(rules.LAUNCHER_RECORD["open"], A)
 RECORD_FIELD = re.compile(rules.LAUNCHER_RECORD["field"], A)
 RECORD_CLOSE = re.compile(rules.LAUNCHER_RECORD["close"], A)
+ERROR_LINES = [(e["kind"], re.compile(e["regex"], A)) for e in rules.ERROR_LINES]
 KEY_SEPARATORS = re.compile(rules.METRIC_SEPARATORS, A)
 LIMITS = rules.LIMITS
 
@@ -257,6 +258,15 @@ class Collector:
             else:
                 self._record(record)
             return
+        for kind, rx in ERROR_LINES:
+            if m := rx.search(body):
+                # With two groups the first names the error (the Xid number), the second describes it.
+                name, message = (f"{kind} {m.group(1)}", m.group(2)) if rx.groups > 1 else (kind, m.group(1))
+                text = segment[: LIMITS["text_limit"]]
+                self._record(
+                    ExceptionRecord(name, message[: LIMITS["text_limit"]], [], f.name, number, where, text, matched)
+                )
+                return
         if self.watched:
             for found in METRIC.finditer(body):
                 detectors = self.watched.get(metric_key(found.group(1)))
@@ -342,8 +352,8 @@ class Collector:
         assert f is not None
         group = self.groups.get(sig.entry)
         if group is not None and group.last_line == (f.position, number):
-            # Two signatures of one entry on one line: one line of evidence, the more specific pattern.
-            if sig.specificity > group.signature.specificity:
+            # Two signatures of one entry on one line: one line of evidence, the stronger signature.
+            if sig.strength > group.signature.strength:
                 group.signature = sig
             return
         line_rank = where.rank if where.rank is not None else rank
@@ -361,7 +371,7 @@ class Collector:
         )
         if group is None:
             group = self.groups[sig.entry] = Group(sig)
-        elif sig.specificity > group.signature.specificity:
+        elif sig.strength > group.signature.strength:
             group.signature = sig
         group.last_line = (f.position, number)
         group.count += 1
@@ -409,7 +419,7 @@ class Collector:
                     set(theirs.vias),
                 )
                 continue
-            if theirs.signature.specificity > mine.signature.specificity:
+            if theirs.signature.strength > mine.signature.strength:
                 mine.signature = theirs.signature
             mine.count += theirs.count
             mine.ranks |= theirs.ranks

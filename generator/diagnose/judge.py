@@ -108,7 +108,9 @@ def judge(collector: Collector) -> Diagnosis:
         suspects=suspects,
         findings=findings,
         unknown=unknown,
-        missing=_missing(collector, findings, first, suspects),
+        missing=_missing(
+            collector, findings, first, suspects, {g.signature.entry for g in groups if g.signature.record.wraps}
+        ),
     )
 
 
@@ -190,6 +192,7 @@ def _missing(
     findings: list[Finding],
     initiating: Finding | None,
     suspects: list[int],
+    wrapping: set[str],
 ) -> list[str]:
     missing = []
     confident = [f for f in findings if f.role != "note"]
@@ -199,10 +202,10 @@ def _missing(
         noun = "Rank" if len(suspects) == 1 else "Ranks"
         missing.append(SENTENCES["suspects"].format(noun=noun, noun_lower=noun.lower(), names=names))
     elif confident and initiating is None:
-        wrappers = [f for f in confident if f.role == "wrapper"]
         titles = "; ".join(f.title for f in confident[:3])
-        if wrappers and all(f.role in ("wrapper", "collateral") for f in confident):
-            missing.append(SENTENCES["wrapper_only"].format(title=wrappers[0].title))
+        if all(f.entry in wrapping for f in confident):
+            # Only errors that carry another inside them: the one they carry is not in these logs.
+            missing.append(SENTENCES["wrapper_only"].format(title=confident[0].title))
         elif len(ranks) <= 1 and len(collector.inputs) == 1:
             who = f"rank {ranks[0]}'s log" if ranks else "one log"
             missing.append(SENTENCES["only_collateral_one_log"].format(who=who, titles=titles))

@@ -106,12 +106,13 @@ FILE_HOST = r"^([A-Za-z][A-Za-z-]*\d+)(?:[._-]|$)"
 DECORATION = (
     r"^(?:\s*\[(?:rank|default)\d+\]:"
     r"|\s*\[\d+,\d+\]<std(?:out|err)>:"
-    r"|\s*\((?:VllmWorker|Worker|EngineCore|RayWorkerWrapper|pid=)[^)]{0,120}\)"
+    r"|\s*\((?:VllmWorker|Worker|EngineCore)[^)]{0,120}\)"  # vLLM workers and engine cores
+    r"|\s*\((?:[\w.-]+ )?pid=\d+[^)]{0,120}\)"  # Ray actors and tasks: (CommandActor pid=552, ip=…)
     r"|\s*\d{1,6}: "
     r"|\s*[A-Za-z][\w-]*\d[\w.-]*: (?=\S)"
     r"|\s*\|? ?\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?(?: ?[|,-] ?| )"
     r"|\s*(?:\[\s*\d+\.\d+\]|\d\d:\d\d:\d\d(?:[.,]\d+)?) "
-    r"|\s*[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\] "
+    r"|\s*\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? [\w./\\-]+:\d+\] "  # glog; torchrun brackets it
     r"|\s*\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?(?: \d\d-\d\d \d\d:\d\d:\d\d)?(?: \[[\w.-]+:\d+\])?"
     r"(?: ?[:|-] ?| )"
     r"|\s*[\w.]+ - (?:INFO|WARNING|ERROR|DEBUG|CRITICAL) - "
@@ -136,6 +137,14 @@ TRACEBACK: dict[str, str] = {
 }
 # Dotted exception types whose first name is not a package.
 BUILTIN_MODULES = ["builtins", "__main__"]
+
+# Error lines of systems that print no Python exception: when no entry explains a log, the first
+# of these that no signature matched is reported as what the log shows (with `kind` as its name,
+# and the first group, when there is one, added to it: "Xid 109").
+ERROR_LINES: list[dict[str, str]] = [
+    {"kind": "NCCL WARN", "regex": r"\bNCCL WARN (.+)$", "literal": "NCCL WARN "},
+    {"kind": "Xid", "regex": r"NVRM: Xid \([^)]{0,40}\): (\d+), ?(.*)$", "literal": "NVRM: Xid ("},
+]
 
 # torchrun's failure report names, per failed worker, its host and global rank on lines of their own;
 # the lines of that record (its "traceback : Signal 9 (SIGKILL) …") belong to that rank and host.
@@ -173,6 +182,7 @@ STRUCTURE: list[dict[str, Any]] = [
     {"regex": r"Failures:", "literals": ["Failures:"]},
     {"regex": r"(?:host|rank) {6}: ", "literals": ["host      : ", "rank      : "]},
     {"regex": r"={20}", "literals": ["=" * 20]},
+    *({"regex": e["regex"], "literals": [e["literal"]]} for e in ERROR_LINES),
 ]
 
 # Metric lines: "key: value", "key=value", "'key': value" (Trainer dicts), Megatron's "| key: value |".
@@ -187,7 +197,8 @@ METRIC_SEPARATORS = r"[ _/.-]+"
 METRIC_JOINS = [q + sp + op for q in ("", "'", '"') for sp in ("", " ") for op in (":", "=")]
 
 # Report order of the roles, and the sentences the report is made of.
-ROLE_ORDER = ["initiating", "independent", "wrapper", "collateral", "note"]
+# A wrapper comes after what it carries, collateral reports included.
+ROLE_ORDER = ["initiating", "independent", "collateral", "wrapper", "note"]
 SENTENCES = {
     "suspects": "{noun} {names} printed none of the downstream errors that the other ranks printed, so the "
     "collectives were most likely waiting for {noun_lower} {names}. Read the end of that log and the kernel log "
@@ -231,6 +242,7 @@ def browser_rules() -> str:
         "BUILTIN_MODULES": BUILTIN_MODULES,
         "STRUCTURE": STRUCTURE,
         "LAUNCHER_RECORD": LAUNCHER_RECORD,
+        "ERROR_LINES": ERROR_LINES,
         "METRIC": METRIC,
         "METRIC_SEPARATORS": METRIC_SEPARATORS,
         "METRIC_JOINS": METRIC_JOINS,

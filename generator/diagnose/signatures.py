@@ -41,6 +41,11 @@ class Signature:
         return self.record.pattern if self.record.kind == "regex" else ""
 
     @property
+    def strength(self) -> tuple[int, int]:
+        """Which of an entry's signatures speaks for its finding: proof over a lead, then the more specific."""
+        return (0 if self.record.lead or self.record.search_key else 1, self.specificity)
+
+    @property
     def specificity(self) -> int:
         """How much literal text the pattern pins down; longer patterns outrank shorter ones."""
         r = self.record
