@@ -327,8 +327,9 @@ export class Scanner {
   }
 
   // Scan one chunk of complete lines; `base` is the count of lines before it. Returns its line count.
-  scanChunk(raw, base) {
-    const text = normalise(raw);
+  scanChunk(text, base) {
+    // The prefilter reads the text as it is; colour codes come off the proposed lines only, so a code
+    // inside a signature's required text hides that line (the command line does the same).
     const starts = this.prefilter.lineStarts(text);
     if (this.slow) {
       const re = this.slow;
@@ -353,7 +354,7 @@ export class Scanner {
       if (stop === -1) stop = text.length;
       let line = text.slice(start, stop);
       if (line.endsWith("\r")) line = line.slice(0, -1);
-      this.line(lineNumber, line);
+      this.line(lineNumber, normalise(line));
     }
     let newlines = 0;
     for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) newlines++;

@@ -13,7 +13,7 @@ from typing import Any
 from generator.diagnose import rules
 
 A = re.ASCII
-ANSI_BYTES = re.compile(rules.ANSI.encode(), A)
+ANSI = re.compile(rules.ANSI, A)
 RANK_MARKERS = [re.compile(r, A) for r in rules.RANK_MARKERS]
 MESSAGE_RANKS = [re.compile(r, A) for r in rules.MESSAGE_RANKS]
 SLURM_PREFIX = re.compile(rules.SLURM_PREFIX, A)

@@ -122,5 +122,5 @@ def _chunks(stream: BinaryIO, name: str, limit: int | None, sniff: bool) -> Iter
                 carry = data
             continue
         # One copy per chunk: the short carry and the block up to its last line break.
-        yield carry + block[:cut] if carry or cut < len(block) else block
+        yield b"".join((carry, memoryview(block)[:cut])) if carry or cut < len(block) else block
         carry = block[cut:]

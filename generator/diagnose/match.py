@@ -16,12 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.diagnose import rules
-from generator.diagnose.attribute import ANSI_BYTES
+from generator.diagnose.attribute import ANSI
 from generator.diagnose.errors import MatcherError
 from generator.diagnose.signatures import Signature
-
-ALL = -1  # "every signature may match this line"
-GRAMMAR = -2  # "the traceback and metric grammar should read this line"
 
 
 def metric_pattern(name: str) -> str:
@@ -34,48 +31,82 @@ def metric_pattern(name: str) -> str:
     return rules.METRIC_SEPARATORS.join(word(w) for w in name.split("_")) + "['\"]? ?[:=]"
 
 
-def candidate_patterns(signatures: list[Signature]) -> list[tuple[int, str]]:
-    """Every candidate pattern as (signature position, or GRAMMAR, regex source)."""
-    patterns = [(s.position, s.regex) for s in signatures if s.is_line]
-    patterns += [(GRAMMAR, p["regex"]) for p in rules.STRUCTURE]
+@dataclass(frozen=True)
+class Needle:
+    """A text whose presence makes a line worth reading, and the signatures it may belong to."""
+
+    text: str
+    caseless: bool
+    owners: tuple[int, ...]  # signature positions; empty for the grammar's texts
+
+
+def needles(signatures: list[Signature]) -> tuple[list[Needle], list[tuple[int, str]]]:
+    """The scan's literals (each signature's required text, the grammar's literals, each watched metric's
+    last word before its ':' or '='), and the patterns of the signatures that have no required text.
+
+    static/diagnose-core.js builds the same list for the browser.
+    """
+    owners: dict[tuple[str, bool], list[int]] = {}
+    patterns: list[tuple[int, str]] = []
+    for s in signatures:
+        if s.is_line and s.record.required:
+            owners.setdefault((s.record.required, False), []).append(s.position)
+        elif s.is_line:
+            patterns.append((s.position, s.regex))
+    for item in rules.STRUCTURE:
+        for literal in item["literals"]:
+            owners.setdefault((literal, False), [])
     metrics = sorted({m for s in signatures if s.record.detector for m in s.record.detector.metrics})
-    patterns += [(GRAMMAR, metric_pattern(m)) for m in metrics]
-    return patterns
+    for metric in metrics:
+        for join in rules.METRIC_JOINS:
+            owners.setdefault((metric.split("_")[-1] + join, True), [])
+    found: list[Needle] = []
+    for (text, caseless), positions in owners.items():
+        # A line logged inside a JSON string has \" for each quote.
+        for variant in quote_variants(text, literal=True):
+            found.append(Needle(variant, caseless, tuple(positions)))
+    return found, patterns
 
 
-def quote_variants(regex: str) -> list[str]:
-    """The pattern, and for patterns with a double quote also its JSON-escaped form (\\" for ")."""
-    return [regex, regex.replace('"', '\\\\"')] if '"' in regex else [regex]
+def quote_variants(text: str, literal: bool = False) -> list[str]:
+    """The text, and for texts with a double quote also its JSON-escaped form (\\" for ")."""
+    escaped = '\\"' if literal else '\\\\"'
+    return [text, text.replace('"', escaped)] if '"' in text else [text]
+
+
+Owners = tuple[int, ...] | None  # the signatures a candidate may belong to; None for every one
 
 
 class Matcher:
-    """Propose (signature position or ALL, end offset) candidates in a chunk."""
+    """Propose (owners, end offset) candidates in a chunk."""
 
     name = "base"
 
-    def candidates(self, chunk: bytes) -> Iterable[tuple[int, int]]:
-        """Yield candidate matches as (signature position or ALL, offset within the chunk)."""
+    def candidates(self, chunk: bytes) -> Iterable[tuple[Owners, int]]:
+        """Yield candidate matches as (the signatures they may belong to, offset within the chunk)."""
         raise NotImplementedError
 
 
 class HyperscanMatcher(Matcher):
-    """Intel Hyperscan: one pass over the chunk for every pattern at once."""
+    """Intel Hyperscan: one pass over the chunk for every literal at once (its Teddy and FDR matchers)."""
 
     name = "hyperscan"
 
     def __init__(self, signatures: list[Signature]) -> None:
         import hyperscan
 
-        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        expressions, self.owners = [], []
-        for owner, regex in candidate_patterns(signatures):
+        found, patterns = needles(signatures)
+        expressions = [re.escape(n.text).encode("utf-8") for n in found]
+        self.owners: list[Owners] = [n.owners for n in found]
+        flags = [hyperscan.HS_FLAG_CASELESS if n.caseless else 0 for n in found]
+        for owner, regex in patterns:
             for variant in quote_variants(regex):
                 expressions.append(variant.encode("utf-8"))
-                self.owners.append(owner)
-        # SINGLEMATCH would hide repeats on later lines; PREFILTER keeps any pattern Hyperscan
-        # cannot compile exactly as a superset, which the per-line reading then narrows; MULTILINE
-        # gives ^ and $ their per-line meaning inside a chunk.
-        flags = [hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE for _ in expressions]
+                self.owners.append((owner,))
+                # PREFILTER keeps any pattern Hyperscan cannot compile exactly as a superset, which the
+                # per-line reading then narrows; MULTILINE gives ^ and $ their per-line meaning.
+                flags.append(hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE)
+        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         cached = _cache_path(expressions, flags)
         if cached is not None and cached.is_file():
             try:
@@ -94,8 +125,8 @@ class HyperscanMatcher(Matcher):
         if cached is not None:
             _write_cache(cached, hyperscan.dumpb(self.db))
 
-    def candidates(self, chunk: bytes) -> Iterable[tuple[int, int]]:
-        found: list[tuple[int, int]] = []
+    def candidates(self, chunk: bytes) -> Iterable[tuple[Owners, int]]:
+        found: list[tuple[Owners, int]] = []
         owners = self.owners
 
         def on_match(expression: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
@@ -130,27 +161,24 @@ def _write_cache(path: Path, data: bytes) -> None:
 
 
 class LiteralMatcher(Matcher):
-    """Portable fallback (and the browser's method): one alternation of each signature's required text.
+    """Portable fallback: one alternation of the same literals (and patterns) Hyperscan gets.
 
-    A line that holds any of it is proposed for every signature, because the alternation resumes
+    A line that holds any of them is proposed for every signature, because the alternation resumes
     after its first hit and could step over a second, overlapping one.
     """
 
     name = "literal-prefilter"
 
     def __init__(self, signatures: list[Signature]) -> None:
-        required = {s.position: s.record.required for s in signatures}
-        pieces = {
-            variant.encode()
-            for owner, regex in candidate_patterns(signatures)
-            for variant in quote_variants(re.escape(required[owner]) if required.get(owner) else regex)
-        }
+        found, patterns = needles(signatures)
+        pieces = {f"(?i:{re.escape(n.text)})" if n.caseless else re.escape(n.text) for n in found}
+        pieces |= {variant for _owner, regex in patterns for variant in quote_variants(regex)}
         # (?m): ^ and $ mean a line's start and end inside a chunk, in re and RE2 alike.
-        self.rx = re.compile(b"(?m)" + b"|".join(sorted(pieces)))
+        self.rx = re.compile(("(?m)" + "|".join(sorted(pieces))).encode("utf-8"))
 
-    def candidates(self, chunk: bytes) -> Iterable[tuple[int, int]]:
+    def candidates(self, chunk: bytes) -> Iterable[tuple[Owners, int]]:
         for m in self.rx.finditer(chunk):
-            yield ALL, m.end()
+            yield None, m.end()
 
 
 class Re2Matcher(LiteralMatcher):
@@ -214,28 +242,25 @@ class Candidate:
     proposed: frozenset[int] | None  # signature positions, or None for all of them
 
 
-def _normalise(chunk: bytes) -> bytes:
-    """Remove colour codes; this never changes the count of newlines."""
-    return ANSI_BYTES.sub(b"", chunk) if b"\x1b" in chunk else chunk
-
-
 def scan(chunks: Iterable[bytes], matcher: Matcher, stats: Stats) -> Iterator[Candidate]:
     """Yield every proposed line, in line order, over a stream of line-aligned chunks."""
-    for raw in chunks:
-        stats.bytes += len(raw)
-        chunk = _normalise(raw)
+    for chunk in chunks:
+        stats.bytes += len(chunk)
+        # The matcher reads the chunk as it is; colour codes come off the proposed lines only, so a
+        # code inside a signature's required text hides that line (the browser does the same).
         found = sorted(set(matcher.candidates(chunk)), key=lambda c: c[1])
+        counted = [0, 0]  # newlines counted while numbering the proposed lines, and up to where
         if found:
-            yield from _lines(chunk, found, stats.lines)
-        stats.lines += chunk.count(b"\n")
+            yield from _lines(chunk, found, stats.lines, counted)
+        stats.lines += counted[0] + chunk.count(b"\n", counted[1])
 
 
-def _lines(chunk: bytes, found: list[tuple[int, int]], base: int) -> Iterator[Candidate]:
+def _lines(chunk: bytes, found: list[tuple[Owners, int]], base: int, counted: list[int]) -> Iterator[Candidate]:
     line_start, line_number = 0, base + 1
     order: list[int] = []
     proposed: dict[int, set[int] | None] = {}
     numbers: dict[int, int] = {}
-    for owner, end in found:
+    for owners, end in found:
         start = chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end else 0
         if start not in numbers:
             line_number += chunk.count(b"\n", line_start, start)
@@ -244,14 +269,17 @@ def _lines(chunk: bytes, found: list[tuple[int, int]], base: int) -> Iterator[Ca
             order.append(start)
             proposed[start] = set()
         sigs = proposed[start]
-        if owner == ALL:
+        if owners is None:
             proposed[start] = None
-        elif sigs is not None and owner != GRAMMAR:
-            sigs.add(owner)
+        elif sigs is not None:
+            sigs.update(owners)
+    counted[0], counted[1] = line_number - base - 1, line_start
     for start in order:
         stop = chunk.find(b"\n", start)
         text = chunk[start : stop if stop != -1 else len(chunk)].decode("utf-8", "replace")
         if text.endswith("\r"):
             text = text[:-1]
+        if "\x1b" in text:
+            text = ANSI.sub("", text)
         sigs = proposed[start]
-        yield Candidate(numbers[start], text, None if sigs is None else frozenset(sigs))
+        yield Candidate(number=numbers[start], text=text, proposed=None if sigs is None else frozenset(sigs))
