@@ -58,6 +58,8 @@ const DECORATION = rx(RULES.DECORATION);
 const HEADER = rx(RULES.TRACEBACK.header);
 const FRAME = rx(RULES.TRACEBACK.frame);
 const BOX_FRAME = rx(RULES.TRACEBACK.box_frame);
+const FRAME_PARTIAL = rx(RULES.TRACEBACK.frame_partial);
+const BOX_PARTIAL = rx(RULES.TRACEBACK.box_partial);
 const CHAIN = rx(RULES.TRACEBACK.chain);
 const EXCEPTION = rx(RULES.TRACEBACK.exception);
 const PACKAGE = rx(RULES.TRACEBACK.package);
@@ -68,7 +70,8 @@ const RECORD_FIELD = rx(RULES.LAUNCHER_RECORD.field);
 const RECORD_CLOSE = rx(RULES.LAUNCHER_RECORD.close);
 // The count of capture groups: the length of a match of the pattern or'ed with the empty one.
 const groupCount = (re) => new RegExp(`${re.source}|`).exec("").length - 1;
-const ERROR_LINES = RULES.ERROR_LINES.map((e) => [e.kind, rx(e.regex), groupCount(rx(e.regex))]);
+const ERROR_LINES = RULES.ERROR_LINES.map((e) => [e.kind, rx(e.regex), groupCount(rx(e.regex)), e.package]);
+const DOTTED = /^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$/;
 
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 // Python slices strings by code point, JavaScript by UTF-16 unit: cut the way Python does.
@@ -354,14 +357,22 @@ export class Scanner {
       if (stop === -1) stop = text.length;
       let line = text.slice(start, stop);
       if (line.endsWith("\r")) line = line.slice(0, -1);
-      this.line(lineNumber, normalise(line));
+      let following = null;
+      if (stop < text.length) {
+        let after = text.indexOf("\n", stop + 1);
+        if (after === -1) after = text.length;
+        following = text.slice(stop + 1, after);
+        if (following.endsWith("\r")) following = following.slice(0, -1);
+        following = normalise(following);
+      }
+      this.line(lineNumber, normalise(line), following);
     }
     let newlines = 0;
     for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) newlines++;
     return newlines;
   }
 
-  line(number, text) {
+  line(number, text, following = null) {
     const f = this.file;
     let rank = f.rank;
     let host = f.host;
@@ -376,8 +387,10 @@ export class Scanner {
     const matched = this.matchSignatures(number, text, where);
     const escaped = text.includes("\\n") && (text.includes("Traceback") || text.includes('File \\"'));
     const subs = escaped ? text.split("\\n").map((s) => s.split('\\"').join('"')) : [text];
+    // Only a plain line can continue on the next one.
+    const next = !escaped && !text.includes("\r") ? following : null;
     for (const sub of subs) {
-      for (const segment of sub.split("\r")) if (segment) this.grammar(segment, number, where, matched);
+      for (const segment of sub.split("\r")) if (segment) this.grammar(segment, number, where, matched, next);
     }
   }
 
@@ -398,7 +411,7 @@ export class Scanner {
     return true;
   }
 
-  grammar(segment, number, where, matched) {
+  grammar(segment, number, where, matched, following) {
     const f = this.file;
     const body = payload(segment);
     let r;
@@ -413,6 +426,7 @@ export class Scanner {
       return;
     }
     let m = FRAME.exec(body) || BOX_FRAME.exec(body);
+    if (!m && following !== null) m = unwrappedFrame(body, payload(following));
     if (m) {
       if (!stream.traceback) stream.traceback = { start: number, frames: [] };
       const frames = stream.traceback.frames;
@@ -435,14 +449,14 @@ export class Scanner {
       }
       return;
     }
-    for (const [kind, re, groups] of ERROR_LINES) {
+    for (const [kind, re, groups, pkg] of ERROR_LINES) {
       const e = re.exec(body);
       if (e) {
         // With two groups the first names the error (the Xid number), the second describes it.
         const [name, message] = groups > 1 ? [`${kind} ${e[1]}`, e[2]] : [kind, e[1]];
         this.record({
           type: name, message: cut(message, LIMITS.text_limit), frames: [], file: f.name, number, where,
-          text: cut(segment, LIMITS.text_limit), matched,
+          text: cut(segment, LIMITS.text_limit), matched, package: pkg,
         });
         return;
       }
@@ -566,6 +580,21 @@ function compareTimed(a, b) {
   return compareLists(a[0], b[0]) || a[1] - b[1] || a[2] - b[2];
 }
 
+// A frame line the terminal wrapped onto the next line, read as the one line it was.
+function unwrappedFrame(body, following) {
+  if (FRAME_PARTIAL.test(body)) {
+    const head = body.replace(/[ \t]+$/, "");
+    const tail = following.replace(/^[ \t]+|[ \t]+$/g, "");
+    return FRAME.exec(head + tail) || FRAME.exec(`${head} ${tail}`);
+  }
+  if (BOX_PARTIAL.test(body)) {
+    const edges = /^[ \t\u2502]+|[ \t\u2502]+$/g;
+    const inner = body.replace(edges, "") + following.replace(edges, "");
+    return BOX_FRAME.exec(`\u2502 ${inner}`);
+  }
+  return null;
+}
+
 function findCalls(frames, sig) {
   const calls = sig.record.calls;
   for (let i = 0; i + calls.length <= frames.length; i++) {
@@ -646,9 +675,10 @@ export function buildReport(scanner) {
   const first = findings.length && findings[0].role === "initiating" ? findings[0] : null;
   let rank = first ? first.first.rank : null;
   if (first !== null && rank === null) {
-    // A launcher's report names the worker that failed ("local_rank: 5") when the error itself does not.
+    // A launcher in the same log names the worker that failed ("local_rank: 5") when the error does not.
     const wrapperEntries = new Set(groups.filter((g) => g.signature.record.wraps.length).map((g) => g.signature.entry));
-    const named = findings.find((f) => (f.role === "wrapper" || f.role === "collateral") && f.first.rank !== null && wrapperEntries.has(f.entry));
+    const named = findings.find((f) => (f.role === "wrapper" || f.role === "collateral") && f.first.rank !== null
+      && wrapperEntries.has(f.entry) && f.first.file === first.first.file);
     rank = named ? named.first.rank : null;
   }
   const suspects = suspectRanks(scanner, findings);
@@ -662,10 +692,11 @@ export function buildReport(scanner) {
 
 function packageOfType(type) {
   const head = type.split(".")[0];
-  return type.includes(".") && !RULES.BUILTIN_MODULES.includes(head) ? head : null;
+  return DOTTED.test(type) && !RULES.BUILTIN_MODULES.includes(head) ? head : null;
 }
 
 function packageOf(record) {
+  if (record.package) return record.package;
   if (record.frames.length) {
     const path = record.frames[record.frames.length - 1].path;
     let m;

@@ -428,7 +428,22 @@ def test_frame_signatures_name_a_failure_whose_message_is_missing(tmp_path: Path
         "│ /opt/venv/lib/python3.10/site-packages/torch/utils/cpp_extension.py:412 in _check_cuda_version │\n",
         encoding="utf-8",
     )
-    for path, line in ((log, 3), (box, 2)):
+    # The same frames wrapped at a terminal's width, in the middle of the line number or before the function.
+    wrapped = tmp_path / "wrapped.log"
+    wrapped.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.10/site-packages/torch/utils/cpp_extension.py", line 41\n'
+        "2, in _check_cuda_version        \n",
+        encoding="utf-8",
+    )
+    narrow = tmp_path / "narrow.log"
+    narrow.write_text(
+        "╭──── Traceback (most recent call last) ────╮\n"
+        "│ /opt/venv/lib/python3.10/site-packages/torch/utils/cpp_extension.py:4 │\n"
+        "│ 12 in _check_cuda_version                                              │\n",
+        encoding="utf-8",
+    )
+    for path, line in ((log, 3), (box, 2), (wrapped, 2), (narrow, 2)):
         report = json.loads(_cli(["--json", "--index", str(index), str(path)]).stdout)
         [finding] = report["findings"]
         assert (finding["first"]["line"], finding["first"]["via"]) == (line, "frames"), path.name

@@ -21,13 +21,15 @@ A = re.ASCII
 HEADER = re.compile(rules.TRACEBACK["header"], A)
 FRAME = re.compile(rules.TRACEBACK["frame"], A)
 BOX_FRAME = re.compile(rules.TRACEBACK["box_frame"], A)
+FRAME_PARTIAL = re.compile(rules.TRACEBACK["frame_partial"], A)
+BOX_PARTIAL = re.compile(rules.TRACEBACK["box_partial"], A)
 CHAIN = re.compile(rules.TRACEBACK["chain"], A)
 EXCEPTION = re.compile(rules.TRACEBACK["exception"], A)
 METRIC = re.compile(rules.METRIC, A)
 RECORD_OPEN = re.compile(rules.LAUNCHER_RECORD["open"], A)
 RECORD_FIELD = re.compile(rules.LAUNCHER_RECORD["field"], A)
 RECORD_CLOSE = re.compile(rules.LAUNCHER_RECORD["close"], A)
-ERROR_LINES = [(e["kind"], re.compile(e["regex"], A)) for e in rules.ERROR_LINES]
+ERROR_LINES = [(e["kind"], re.compile(e["regex"], A), e["package"]) for e in rules.ERROR_LINES]
 KEY_SEPARATORS = re.compile(rules.METRIC_SEPARATORS, A)
 LIMITS = rules.LIMITS
 
@@ -70,6 +72,7 @@ class ExceptionRecord:
     where: Origin
     text: str
     matched: bool  # a signature matched the same log line
+    package: str | None = None  # who printed it, where the line's form says (an error line's system)
 
 
 @dataclass
@@ -180,10 +183,12 @@ class Collector:
         # A traceback logged inside a JSON string (torchrun's error file, structured loggers) is read
         # as the lines it was before it was escaped.
         subs = [s.replace('\\"', '"') for s in text.split("\\n")] if escaped else [text]
+        # Only a plain line can continue on the next one.
+        following = candidate.following if not escaped and "\r" not in text else None
         for sub in subs:
             for segment in sub.split("\r"):
                 if segment:
-                    self._grammar(segment, candidate.number, where, matched)
+                    self._grammar(segment, candidate.number, where, matched, following)
 
     def _signatures(self, candidate: Candidate, where: Origin) -> bool:
         text = candidate.text
@@ -211,7 +216,7 @@ class Collector:
                 self._add(sig, candidate.number, view, at, origin(view, at, where.rank, where.host), "line")
         return True
 
-    def _grammar(self, segment: str, number: int, where: Origin, matched: bool) -> None:
+    def _grammar(self, segment: str, number: int, where: Origin, matched: bool, following: str | None) -> None:
         f = self.file
         assert f is not None
         body = payload(segment)
@@ -230,6 +235,8 @@ class Collector:
             stream.traceback = _Traceback(number)
             return
         m = FRAME.match(body) or BOX_FRAME.match(body)
+        if m is None and following is not None:
+            m = _unwrapped_frame(body, payload(following))
         if m:
             if stream.traceback is None:
                 stream.traceback = _Traceback(number)  # the excerpt starts inside a traceback
@@ -258,13 +265,15 @@ class Collector:
             else:
                 self._record(record)
             return
-        for kind, rx in ERROR_LINES:
+        for kind, rx, package in ERROR_LINES:
             if m := rx.search(body):
                 # With two groups the first names the error (the Xid number), the second describes it.
                 name, message = (f"{kind} {m.group(1)}", m.group(2)) if rx.groups > 1 else (kind, m.group(1))
                 text = segment[: LIMITS["text_limit"]]
                 self._record(
-                    ExceptionRecord(name, message[: LIMITS["text_limit"]], [], f.name, number, where, text, matched)
+                    ExceptionRecord(
+                        name, message[: LIMITS["text_limit"]], [], f.name, number, where, text, matched, package
+                    )
                 )
                 return
         if self.watched:
@@ -435,6 +444,17 @@ class Collector:
         for record in part.exceptions:
             record.number += line_offset
             self._record(record)
+
+
+def _unwrapped_frame(body: str, following: str) -> re.Match[str] | None:
+    """A frame line the terminal wrapped onto the next line, read as the one line it was."""
+    if FRAME_PARTIAL.match(body):
+        head, tail = body.rstrip(" \t"), following.strip(" \t")
+        return FRAME.match(head + tail) or FRAME.match(f"{head} {tail}")
+    if BOX_PARTIAL.match(body):
+        inner = body.strip(" \t\u2502") + following.strip(" \t\u2502")
+        return BOX_FRAME.match(f"\u2502 {inner}")
+    return None
 
 
 def _find_calls(frames: list[Frame], sig: Signature) -> Frame | None:

@@ -13,6 +13,7 @@ from generator.diagnose.collect import Collector, ExceptionRecord, Group
 
 PACKAGE = re.compile(rules.TRACEBACK["package"], re.ASCII)
 STDLIB = re.compile(rules.TRACEBACK["stdlib"], re.ASCII)
+DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", re.ASCII)
 SENTENCES = rules.SENTENCES
 Confidence = Literal["high", "medium", "low"]
 
@@ -91,9 +92,13 @@ def judge(collector: Collector) -> Diagnosis:
     first = findings[0] if findings and findings[0].role == "initiating" else None
     rank = first.first.rank if first else None
     if first is not None and rank is None:
-        # A launcher's report names the worker that failed ("local_rank: 5") when the error itself does not.
+        # A launcher in the same log names the worker that failed ("local_rank: 5") when the error does not.
         launchers = {g.signature.entry for g in groups if g.signature.record.wraps}
-        named = [f for f in findings if f.role in ("wrapper", "collateral") and f.entry in launchers]
+        named = [
+            f
+            for f in findings
+            if f.role in ("wrapper", "collateral") and f.entry in launchers and f.first.file == first.first.file
+        ]
         rank = next((f.first.rank for f in named if f.first.rank is not None), None)
     suspects = _suspects(collector, findings)
     unknown = _unknown(collector) if not any(f.role != "note" for f in findings) else []
@@ -136,6 +141,8 @@ def _finding(g: Group, role: Role, conf: Confidence, by_time: bool) -> Finding:
 
 
 def _package(record: ExceptionRecord) -> str | None:
+    if record.package:
+        return record.package
     if record.frames:
         path = record.frames[-1].path
         if m := PACKAGE.search(path):
@@ -222,6 +229,6 @@ def _missing(
 def package_of_type(exception: str) -> str | None:
     """The package a dotted exception type names ('torch._dynamo.exc.Unsupported' → 'torch')."""
     head = exception.split(".")[0]
-    if "." in exception and head not in rules.BUILTIN_MODULES:
+    if DOTTED.fullmatch(exception) and head not in rules.BUILTIN_MODULES:
         return head
     return None

@@ -240,6 +240,7 @@ class Candidate:
     number: int  # 1-based
     text: str  # decoded, colour codes removed, without the line break
     proposed: frozenset[int] | None  # signature positions, or None for all of them
+    following: str | None = None  # the next line of the chunk, for a frame line wrapped onto it
 
 
 def scan(chunks: Iterable[bytes], matcher: Matcher, stats: Stats) -> Iterator[Candidate]:
@@ -281,5 +282,16 @@ def _lines(chunk: bytes, found: list[tuple[Owners, int]], base: int, counted: li
             text = text[:-1]
         if "\x1b" in text:
             text = ANSI.sub("", text)
+        following = None
+        if stop != -1:
+            after = chunk.find(b"\n", stop + 1)
+            following = _clean(chunk[stop + 1 : after if after != -1 else len(chunk)])
         sigs = proposed[start]
-        yield Candidate(number=numbers[start], text=text, proposed=None if sigs is None else frozenset(sigs))
+        yield Candidate(numbers[start], text, None if sigs is None else frozenset(sigs), following)
+
+
+def _clean(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
+    if text.endswith("\r"):
+        text = text[:-1]
+    return ANSI.sub("", text) if "\x1b" in text else text

@@ -127,6 +127,9 @@ TRACEBACK: dict[str, str] = {
     "frame": r"^\s*(?:> )?File \"([^\"]+)\", line (\d+), in (\S+)",
     # rich and other box-drawn tracebacks: "│ /path/to/file.py:123 in function   │"
     "box_frame": r"^│\s*(\S+\.py):(\d+) in (\S+)",
+    # A frame line wrapped at the terminal's width: its line number or function is on the next line.
+    "frame_partial": r"^\s*(?:> )?File \"[^\"]+\", line \d+(?:, in)?\s*$",
+    "box_partial": r"^│\s*\S+\.py:\d*\s*│?\s*$",
     "chain": r"^(?:During handling of the above exception, another exception occurred|"
     r"The above exception was the direct cause of the following exception):",
     "exception": r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:Error|Exception|Exit|Interrupt|Failed|Failure|Unsupported|"
@@ -140,10 +143,22 @@ BUILTIN_MODULES = ["builtins", "__main__"]
 
 # Error lines of systems that print no Python exception: when no entry explains a log, the first
 # of these that no signature matched is reported as what the log shows (with `kind` as its name,
-# and the first group, when there is one, added to it: "Xid 109").
+# and the first group, when there is one, added to it: "Xid 109"), raised in `package`.
 ERROR_LINES: list[dict[str, str]] = [
-    {"kind": "NCCL WARN", "regex": r"\bNCCL WARN (.+)$", "literal": "NCCL WARN "},
-    {"kind": "Xid", "regex": r"NVRM: Xid \([^)]{0,40}\): (\d+), ?(.*)$", "literal": "NVRM: Xid ("},
+    {"kind": "NCCL WARN", "regex": r"\bNCCL WARN (.+)$", "literal": "NCCL WARN ", "package": "nccl"},
+    {
+        "kind": "Xid",
+        "regex": r"NVRM: Xid \([^)]{0,40}\): (\d+), ?(.*)$",
+        "literal": "NVRM: Xid (",
+        "package": "the NVIDIA kernel driver",
+    },
+    # CPython's interpreter when the script to run is missing (Modules/main.c).
+    {
+        "kind": "python: can't open file",
+        "regex": r": can't open file '([^']{1,300})': \[Errno \d+\] (.*)$",
+        "literal": ": can't open file '",
+        "package": "python",
+    },
 ]
 
 # torchrun's failure report names, per failed worker, its host and global rank on lines of their own;
