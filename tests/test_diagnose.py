@@ -450,3 +450,22 @@ def test_frame_signatures_name_a_failure_whose_message_is_missing(tmp_path: Path
     # A traceback through other functions names nothing.
     log.write_text(frames.replace("_check_cuda_version", "load"), encoding="utf-8")
     assert json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)["findings"] == []
+
+
+def test_skipped_iterations_are_a_lead_until_they_persist(tmp_path: Path) -> None:
+    def line(i: int, skipped: int) -> str:
+        fields = {"i": i, "c": i * 1024, "loss": "2.3", "scale": "1.0", "norm": "0.9", "skipped": skipped}
+        return MEGATRON.format(**fields)
+
+    log = tmp_path / "train.log"
+    # A healthy fp16 start: the scale search skips iterations for a few intervals, then none.
+    log.write_text("\n".join(line(i, 1 if i <= 12 else 0) for i in range(1, 60)) + "\n", encoding="utf-8")
+    report = json.loads(_cli(["--json", str(log)]).stdout)
+    assert [(f["entry"], f["role"]) for f in report["findings"]] == [("megatron-skipped-iterations", "note")]
+    assert _cli([str(log)]).returncode == 0
+    # Every interval skipped, interval after interval: the weights stopped updating.
+    log.write_text("\n".join(line(i, 10) for i in range(1, 40)) + "\n", encoding="utf-8")
+    report = json.loads(_cli(["--json", str(log)]).stdout)
+    [finding] = report["findings"]
+    assert finding["entry"] == "megatron-skipped-iterations" and finding["role"] != "note"
+    assert finding["count"] == 39 and _cli([str(log)]).returncode == 1
