@@ -1,9 +1,9 @@
 """Propose the lines of a log worth reading, fast, in bounded memory.
 
-A multi-pattern matcher (Hyperscan where it is installed) runs over whole chunks with every line
-signature, the traceback grammar's markers and the metric names the detectors read. It may propose
-too much, never too little: every proposed line is then read exactly (collect.py), so the result
-means what the index contract says whichever matcher proposed it.
+A multi-literal matcher (Hyperscan where it is installed) runs over whole chunks looking for every
+line signature's required text, the grammar's literals and the metric names the detectors read. It
+may propose too much, never too little: every proposed line is then read exactly (collect.py), so
+the result means what the index contract says whichever matcher proposed it.
 """
 
 from __future__ import annotations
@@ -19,16 +19,6 @@ from generator.diagnose import rules
 from generator.diagnose.attribute import ANSI
 from generator.diagnose.errors import MatcherError
 from generator.diagnose.signatures import Signature
-
-
-def metric_pattern(name: str) -> str:
-    """The candidate pattern of a normalised metric name: any spelling that normalises to it, then ':' or '='."""
-
-    def word(w: str) -> str:
-        # Each letter in either case, so that 'Grad Norm' and 'grad_norm' are both read.
-        return "".join(f"[{c}{c.upper()}]" if "a" <= c <= "z" else re.escape(c) for c in w)
-
-    return rules.METRIC_SEPARATORS.join(word(w) for w in name.split("_")) + "['\"]? ?[:=]"
 
 
 @dataclass(frozen=True)
