@@ -167,6 +167,17 @@ def main() -> None:
         f"false alarms {a.false_alarms}/{a.negatives} (naive {n.false_alarms}), "
         f"initiating {a.initiating_right}/{a.settled}, uncovered named {a.uncovered_named}/{a.uncovered}."
     )
+    held = [c for c in cases if c.held_out]
+    if held:
+        h = score(held, lambda c: trainwreck_answer(engine, c))["all"]
+        hn = score(held, lambda c: naive_answer(c, needles))["all"]
+        print(
+            f"Held out ({len(held)} cases collected after the entries were last improved against the corpus): "
+            f"detection {h.pct(h.detected, h.failures).strip()} % (naive {hn.pct(hn.detected, hn.failures).strip()}), "
+            f"top-1 {h.pct(h.top1, h.failures).strip()} % (naive {hn.pct(hn.top1, hn.failures).strip()}), "
+            f"top-3 {h.pct(h.top3, h.failures).strip()} %, false alarms {h.false_alarms}/{h.negatives} "
+            f"(naive {hn.false_alarms}), uncovered named {h.uncovered_named}/{h.uncovered}."
+        )
     if args.misses:
         print("\nMisses:")
         for line in a.misses:

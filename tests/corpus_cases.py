@@ -45,6 +45,7 @@ class CaseFile(BaseModel):
     uncovered: str | None = None
     exception: str | None = None
     settled_by: str
+    held_out: bool = False
 
 
 class Case(CaseFile):
