@@ -4,8 +4,8 @@
 // and requires the same JSON report.
 import RULES from "./diagnose-rules.js";
 
-export const REPORT_VERSION = 2;
-const INDEX_VERSION = 2;
+export const REPORT_VERSION = RULES.REPORT_VERSION;
+const INDEX_VERSION = RULES.INDEX_VERSION;
 const LIMITS = RULES.LIMITS;
 const SEVERITY_RANK = Object.fromEntries(RULES.SEVERITIES.map((s, i) => [s, i]));
 

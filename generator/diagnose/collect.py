@@ -112,6 +112,41 @@ class Group:
     vias: set[str] = field(default_factory=set)
     last_line: tuple[int, int] = (-1, -1)
 
+    def shifted(self, offset: int) -> Group:
+        """The same group with its line numbers moved down by offset (a later byte range of a file)."""
+
+        def move(e: Evidence | None) -> Evidence | None:
+            return e.model_copy(update={"line": e.line + offset}) if e else None
+
+        seen_file, seen_line = self.first_seen_at
+        order, timed_file, timed_line = self.first_timed_at
+        return Group(
+            self.signature,
+            self.count,
+            set(self.ranks),
+            set(self.hosts),
+            [e.model_copy(update={"line": e.line + offset}) for e in self.evidence],
+            move(self.first_seen),
+            (seen_file, seen_line + offset),
+            move(self.first_timed),
+            (order, timed_file, timed_line + offset),
+            set(self.vias),
+        )
+
+    def absorb(self, other: Group) -> None:
+        """Fold another group of the same entry into this one."""
+        if other.signature.strength > self.signature.strength:
+            self.signature = other.signature
+        self.count += other.count
+        self.ranks |= other.ranks
+        self.hosts |= other.hosts
+        self.vias |= other.vias
+        self.evidence = (self.evidence + other.evidence)[: LIMITS["evidence_lines"]]
+        if other.first_seen is not None and other.first_seen_at < self.first_seen_at:
+            self.first_seen, self.first_seen_at = other.first_seen, other.first_seen_at
+        if other.first_timed is not None and (self.first_timed is None or other.first_timed_at < self.first_timed_at):
+            self.first_timed, self.first_timed_at = other.first_timed, other.first_timed_at
+
 
 @dataclass
 class _File:
@@ -399,46 +434,18 @@ class Collector:
             if group.first_timed is None or timed < group.first_timed_at:
                 group.first_timed, group.first_timed_at = evidence, timed
 
+    def fold(self, group: Group) -> None:
+        """Add a group found elsewhere (a later byte range, another node's report)."""
+        mine = self.groups.get(group.signature.entry)
+        if mine is None:
+            self.groups[group.signature.entry] = group
+        else:
+            mine.absorb(group)
+
     def merge(self, part: Collector, line_offset: int) -> None:
         """Fold in a later byte range of the same file, whose lines start after line_offset."""
-
-        def shift(e: Evidence | None) -> Evidence | None:
-            return e.model_copy(update={"line": e.line + line_offset}) if e else None
-
-        for entry, theirs in part.groups.items():
-            moved = [e.model_copy(update={"line": e.line + line_offset}) for e in theirs.evidence]
-            first_seen_at = (theirs.first_seen_at[0], theirs.first_seen_at[1] + line_offset)
-            first_timed_at = (
-                theirs.first_timed_at[0],
-                theirs.first_timed_at[1],
-                theirs.first_timed_at[2] + line_offset,
-            )
-            mine = self.groups.get(entry)
-            if mine is None:
-                self.groups[entry] = Group(
-                    theirs.signature,
-                    theirs.count,
-                    set(theirs.ranks),
-                    set(theirs.hosts),
-                    moved,
-                    shift(theirs.first_seen),
-                    first_seen_at,
-                    shift(theirs.first_timed),
-                    first_timed_at,
-                    set(theirs.vias),
-                )
-                continue
-            if theirs.signature.strength > mine.signature.strength:
-                mine.signature = theirs.signature
-            mine.count += theirs.count
-            mine.ranks |= theirs.ranks
-            mine.hosts |= theirs.hosts
-            mine.vias |= theirs.vias
-            mine.evidence = (mine.evidence + moved)[: LIMITS["evidence_lines"]]
-            if theirs.first_seen is not None and first_seen_at < mine.first_seen_at:
-                mine.first_seen, mine.first_seen_at = shift(theirs.first_seen), first_seen_at
-            if theirs.first_timed is not None and (mine.first_timed is None or first_timed_at < mine.first_timed_at):
-                mine.first_timed, mine.first_timed_at = shift(theirs.first_timed), first_timed_at
+        for theirs in part.groups.values():
+            self.fold(theirs.shifted(line_offset))
         self.clocks |= part.clocks
         self.truncated = self.truncated or part.truncated
         for record in part.exceptions:

@@ -90,10 +90,10 @@ def judge(collector: Collector) -> Diagnosis:
     groups.sort(key=lambda g: (order[roles[id(g)]], -SEVERITY_RANK[g.signature.record.severity], keys[id(g)]))
     findings = [_finding(g, roles[id(g)], conf[id(g)], by_time) for g in groups]
     first = findings[0] if findings and findings[0].role == "initiating" else None
+    launchers = {g.signature.entry for g in groups if g.signature.record.wraps}
     rank = first.first.rank if first else None
     if first is not None and rank is None:
         # A launcher in the same log names the worker that failed ("local_rank: 5") when the error does not.
-        launchers = {g.signature.entry for g in groups if g.signature.record.wraps}
         named = [
             f
             for f in findings
@@ -113,9 +113,7 @@ def judge(collector: Collector) -> Diagnosis:
         suspects=suspects,
         findings=findings,
         unknown=unknown,
-        missing=_missing(
-            collector, findings, first, suspects, {g.signature.entry for g in groups if g.signature.record.wraps}
-        ),
+        missing=_missing(collector, findings, first, suspects, launchers),
     )
 
 

@@ -72,7 +72,7 @@ def merge_reports(paths: list[Path], index: Path | None = None) -> Diagnosis:
             if first.order is not None:
                 group.first_timed = first
                 group.first_timed_at = (tuple(first.order), positions[first.file], first.line)
-            _fold(collector, group)
+            collector.fold(group)
             if first.time and first.order is not None:
                 collector.clocks.add("wall")
         if any(m == rules.SENTENCES["truncated"] for m in report.missing):
@@ -91,20 +91,3 @@ def _moved(e: Evidence, renamed: dict[str, str], node: str | None) -> Evidence:
 def _qualified(path: Path, name: str, reports: int) -> str:
     # Every node has its own rank-0.log; the report's name keeps them apart.
     return f"{path.stem}/{Path(name).name}" if reports > 1 else name
-
-
-def _fold(collector: Collector, group: Group) -> None:
-    entry = group.signature.entry
-    mine = collector.groups.get(entry)
-    if mine is None:
-        collector.groups[entry] = group
-        return
-    mine.count += group.count
-    mine.ranks |= group.ranks
-    mine.hosts |= group.hosts
-    mine.vias |= group.vias
-    mine.evidence = (mine.evidence + group.evidence)[: rules.LIMITS["evidence_lines"]]
-    if group.first_seen is not None and group.first_seen_at < mine.first_seen_at:
-        mine.first_seen, mine.first_seen_at = group.first_seen, group.first_seen_at
-    if group.first_timed is not None and (mine.first_timed is None or group.first_timed_at < mine.first_timed_at):
-        mine.first_timed, mine.first_timed_at = group.first_timed, group.first_timed_at

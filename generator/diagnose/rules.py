@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generator.contract import SEVERITIES
+from generator.contract import INDEX_VERSION, REPORT_VERSION, SEVERITIES
 
 LIMITS: dict[str, int] = {
     "evidence_lines": 5,  # evidence kept per finding
@@ -230,7 +230,6 @@ SENTENCES = {
     "no_clock": "These logs carry no wall-clock timestamps, so the initiating failure is chosen by order of "
     "appearance. Timestamped logs (torchrun --log-dir, or TORCH_CPP_LOG_LEVEL=INFO for glog headers) would "
     "settle which rank failed first.",
-    "unknown": "No entry covers {exception} yet. Scaffold one from this line with: {command}",
     "truncated": "The log stops inside a traceback before its exception line, so the message that names the "
     "failure is missing; paste the lines that follow the last frame.",
 }
@@ -263,6 +262,8 @@ def browser_rules() -> str:
         "METRIC_JOINS": METRIC_JOINS,
         "ROLE_ORDER": ROLE_ORDER,
         "SEVERITIES": list(SEVERITIES),
+        "INDEX_VERSION": INDEX_VERSION,
+        "REPORT_VERSION": REPORT_VERSION,
         "SENTENCES": SENTENCES,
         "NEW_COMMAND": NEW_COMMAND,
     }
