@@ -54,6 +54,10 @@ class Detector(Contract):
     threshold: float | None = Field(
         description="The bound for 'below' and 'above', the orders of magnitude for 'jump'."
     )
+    within: int | None = Field(
+        description="The run must begin within the metric's first `within` readings in the stream; null: anywhere."
+    )
+    after_finite: bool = Field(description="The run must follow at least one finite reading of the metric.")
 
 
 class IndexSignature(Contract):

@@ -72,10 +72,19 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
         if fp.detect is not None:
             d = fp.detect
             bound = f" {d.threshold:g}" if d.threshold is not None else ""
+            start = " after a finite reading" if d.after_finite else ""
+            start += f", from within the first {d.within}" if d.within is not None else ""
             add(
                 kind="metric",
-                pattern=f"{' or '.join(d.metrics)}: {d.condition}{bound} for {d.count} readings",
-                detector=Detector(metrics=list(d.metrics), condition=d.condition, count=d.count, threshold=d.threshold),
+                pattern=f"{' or '.join(d.metrics)}: {d.condition}{bound} for {d.count} readings{start}",
+                detector=Detector(
+                    metrics=list(d.metrics),
+                    condition=d.condition,
+                    count=d.count,
+                    threshold=d.threshold,
+                    within=d.within,
+                    after_finite=d.after_finite,
+                ),
                 source=f"docs:{catalog.site.url(f'failures/{entry.id}/')}",
             )
     return records

@@ -185,6 +185,19 @@ class Detect(Model):
     threshold: float | None = Field(
         default=None, description="The bound for 'below' and 'above'; the orders of magnitude for 'jump'."
     )
+    within: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description=(
+            "The run must begin within the metric's first `within` readings (1: at the very first one), for "
+            "failures that show from the start of a run rather than after hours of healthy training."
+        ),
+    )
+    after_finite: bool = Field(
+        default=False,
+        description="The run must follow at least one finite reading: the metric was sound before it broke.",
+    )
 
     @model_validator(mode="after")
     def _threshold(self) -> Detect:

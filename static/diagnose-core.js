@@ -64,7 +64,9 @@ const CHAIN = rx(RULES.TRACEBACK.chain);
 const EXCEPTION = rx(RULES.TRACEBACK.exception);
 const PACKAGE = rx(RULES.TRACEBACK.package);
 const STDLIB = rx(RULES.TRACEBACK.stdlib);
-const METRIC = rx(RULES.METRIC, "g");
+const METRIC_LIST = rx(RULES.METRIC.list, "g");
+const METRIC_ITEM = rx(RULES.METRIC.item);
+const METRIC_PAIR = rx(RULES.METRIC.pair, "g");
 const RECORD_OPEN = rx(RULES.LAUNCHER_RECORD.open);
 const RECORD_FIELD = rx(RULES.LAUNCHER_RECORD.field);
 const RECORD_CLOSE = rx(RULES.LAUNCHER_RECORD.close);
@@ -461,19 +463,42 @@ export class Scanner {
         return;
       }
     }
-    if (this.watched.size) {
-      METRIC.lastIndex = 0;
-      let found;
-      while ((found = METRIC.exec(body))) {
-        const detectors = this.watched.get(metricKey(found[1]));
-        if (detectors) {
-          const value = reading(found[2]);
-          const at = found.index + found[0].length - found[2].length;
+    if (this.watched.size) this.metrics(body, segment, number, where, stream);
+  }
+
+  // Feed the line's metric readings to the detectors that watch them.
+  metrics(body, segment, number, where, stream) {
+    const read = new Set();
+    let found;
+    METRIC_LIST.lastIndex = 0;
+    while ((found = METRIC_LIST.exec(body))) {
+      const detectors = this.watched.get(metricKey(found[1]));
+      if (!detectors) continue;
+      // Every item of a list is a reading, in order.
+      let at = found.index + found[0].lastIndexOf("[") + 1;
+      for (const piece of found[2].split(",")) {
+        const item = METRIC_ITEM.exec(piece);
+        if (item) {
+          const value = reading(item[1]);
+          const where1 = at + piece.indexOf(item[1]);
           for (const sig of detectors) {
-            if (this.evaluate(sig, stream, value)) this.add(sig, number, segment, at, where, "metric", null);
+            read.add(sig.position);
+            if (this.evaluate(sig, stream, value)) this.add(sig, number, segment, where1, where, "metric", null);
           }
         }
-        if (found[0].length === 0) METRIC.lastIndex++;
+        at += piece.length + 1;
+      }
+    }
+    METRIC_PAIR.lastIndex = 0;
+    while ((found = METRIC_PAIR.exec(body))) {
+      if (found[0].length === 0) METRIC_PAIR.lastIndex++;
+      const detectors = this.watched.get(metricKey(found[1])) || [];
+      for (const sig of detectors) {
+        // One reading per detector and line: "loss=nan, train_loss=nan" is one step, not two.
+        if (read.has(sig.position)) continue;
+        read.add(sig.position);
+        const at = found.index + found[0].length - found[2].length;
+        if (this.evaluate(sig, stream, reading(found[2]))) this.add(sig, number, segment, at, where, "metric", null);
       }
     }
   }
@@ -501,7 +526,10 @@ export class Scanner {
   evaluate(sig, stream, value) {
     const d = sig.record.detector;
     let state = stream.detectors.get(sig.position);
-    if (!state) { state = { run: 0, last: null, low: null }; stream.detectors.set(sig.position, state); }
+    if (!state) {
+      state = { run: 0, last: null, low: null, readings: 0, finite: false, start: 0, primed: false };
+      stream.detectors.set(sig.position, state);
+    }
     const finite = Number.isFinite(value);
     const last = state.last;
     let holds = false;
@@ -527,6 +555,11 @@ export class Scanner {
       }
     }
     state.last = value;
+    state.readings++;
+    if (holds && state.run === 1) { state.start = state.readings; state.primed = state.finite; }
+    state.finite = state.finite || finite;
+    if (d.within !== null && d.within !== undefined && state.start > d.within) return false;
+    if (d.after_finite && !state.primed) return false;
     return holds && state.run >= d.count;
   }
 

@@ -328,7 +328,7 @@ def _metric_index(tmp_path: Path, detector: dict[str, object]) -> Path:
         "pattern": "demo",
         "required": "",
         "calls": [],
-        "detector": {"threshold": None, **detector},
+        "detector": {"threshold": None, "within": None, "after_finite": False, **detector},
         "refines": [],
         "wraps": [],
         "examples": [],
@@ -404,6 +404,42 @@ def test_metric_readers_read_trainer_dicts_and_progress_bars(tmp_path: Path) -> 
     )
     report = json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)
     assert [(e["line"], e["via"]) for e in report["findings"][0]["evidence"]] == [(2, "metric"), (3, "metric")]
+
+
+def test_metric_readers_read_lists_item_by_item(tmp_path: Path) -> None:
+    index = _metric_index(tmp_path, {"metrics": ["losses"], "condition": "non-finite", "count": 3})
+    log = tmp_path / "train.log"
+    log.write_text(
+        "losses=[0.25, nan, nan]\nstep 9 losses: [0.3, nan]\ndone: losses=[inf, nan, nan]\n", encoding="utf-8"
+    )
+    report = json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)
+    # The finite 0.3 breaks the run on line 2; line 3 holds three non-finite readings on its own.
+    assert [e["line"] for e in report["findings"][0]["evidence"]] == [3]
+    log.write_text("losses=[0.25, nan, nan]\nlosses=[0.3]\nlosses=[tensor(nan), nan]\n", encoding="utf-8")
+    assert json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)["findings"] == []
+
+
+@pytest.mark.parametrize(
+    "window,values,fires",
+    [
+        ({"within": 1}, ["nan", "nan", "nan"], True),
+        ({"within": 1}, ["2.5", "nan", "nan", "nan"], False),  # it was finite first: another failure
+        ({"within": 10, "after_finite": True}, ["2.5", "nan", "nan", "nan"], True),
+        ({"within": 10, "after_finite": True}, ["nan", "nan", "nan"], False),  # never finite
+        ({"within": 2, "after_finite": True}, ["2.5", "2.4", "2.3", "nan", "nan", "nan"], False),  # began too late
+    ],
+)
+def test_metric_detector_windows_say_when_the_run_may_begin(
+    tmp_path: Path, window: dict[str, object], values: list[str], fires: bool
+) -> None:
+    index = _metric_index(tmp_path, {"metrics": ["loss"], "condition": "non-finite", "count": 3, **window})
+    log = tmp_path / "train.log"
+    # Two names of the same detector on one line are one reading, not two.
+    log.write_text("".join(f"step {i}: loss={v}, loss={v}\n" for i, v in enumerate(values)), encoding="utf-8")
+    findings = json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)["findings"]
+    assert bool(findings) is fires
+    if fires:
+        assert findings[0]["first"]["line"] == len(values)
 
 
 def test_frame_signatures_name_a_failure_whose_message_is_missing(tmp_path: Path) -> None:

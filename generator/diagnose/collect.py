@@ -25,7 +25,9 @@ FRAME_PARTIAL = re.compile(rules.TRACEBACK["frame_partial"], A)
 BOX_PARTIAL = re.compile(rules.TRACEBACK["box_partial"], A)
 CHAIN = re.compile(rules.TRACEBACK["chain"], A)
 EXCEPTION = re.compile(rules.TRACEBACK["exception"], A)
-METRIC = re.compile(rules.METRIC, A)
+METRIC_LIST = re.compile(rules.METRIC["list"], A)
+METRIC_ITEM = re.compile(rules.METRIC["item"], A)
+METRIC_PAIR = re.compile(rules.METRIC["pair"], A)
 RECORD_OPEN = re.compile(rules.LAUNCHER_RECORD["open"], A)
 RECORD_FIELD = re.compile(rules.LAUNCHER_RECORD["field"], A)
 RECORD_CLOSE = re.compile(rules.LAUNCHER_RECORD["close"], A)
@@ -86,6 +88,10 @@ class _DetectorState:
     run: int = 0
     last: float | None = None
     low: float | None = None
+    readings: int = 0
+    finite: bool = False  # a finite reading has been seen
+    start: int = 0  # the reading the current run began at
+    primed: bool = False  # a finite reading came before the current run
 
 
 @dataclass
@@ -312,13 +318,37 @@ class Collector:
                 )
                 return
         if self.watched:
-            for found in METRIC.finditer(body):
-                detectors = self.watched.get(metric_key(found.group(1)))
-                if detectors:
-                    value = reading(found.group(2))
+            self._metrics(body, segment, number, where, stream)
+
+    # -- metrics -----------------------------------------------------------------------------------
+
+    def _metrics(self, body: str, segment: str, number: int, where: Origin, stream: _Stream) -> None:
+        """Feed the line's metric readings to the detectors that watch them."""
+        read: set[int] = set()
+        for found in METRIC_LIST.finditer(body):
+            detectors = self.watched.get(metric_key(found.group(1)))
+            if not detectors:
+                continue
+            # Every item of a list is a reading, in order.
+            at = found.start(2)
+            for piece in found.group(2).split(","):
+                item = METRIC_ITEM.match(piece)
+                if item:
+                    value = reading(item.group(1))
                     for sig in detectors:
+                        read.add(sig.position)
                         if self._evaluate(sig, stream, value):
-                            self._add(sig, number, segment, found.start(2), where, "metric")
+                            self._add(sig, number, segment, at + item.start(1), where, "metric")
+                at += len(piece) + 1
+        for found in METRIC_PAIR.finditer(body):
+            detectors = self.watched.get(metric_key(found.group(1)))
+            for sig in detectors or ():
+                # One reading per detector and line: "loss=nan, train_loss=nan" is one step, not two.
+                if sig.position in read:
+                    continue
+                read.add(sig.position)
+                if self._evaluate(sig, stream, reading(found.group(2))):
+                    self._add(sig, number, segment, found.start(2), where, "metric")
 
     # -- tracebacks --------------------------------------------------------------------------------
 
@@ -344,8 +374,6 @@ class Collector:
     def _record(self, record: ExceptionRecord) -> None:
         if len(self.exceptions) < LIMITS["exceptions_kept"]:
             self.exceptions.append(record)
-
-    # -- metrics -----------------------------------------------------------------------------------
 
     def _evaluate(self, sig: Signature, stream: _Stream, value: float) -> bool:
         """Update one detector with a reading; return True when its condition holds on this reading."""
@@ -385,6 +413,14 @@ class Collector:
                 elif value < last:
                     state.run = 0
         state.last = value
+        state.readings += 1
+        if holds and state.run == 1:
+            state.start, state.primed = state.readings, state.finite
+        state.finite = state.finite or finite
+        if d.within is not None and state.start > d.within:
+            return False
+        if d.after_finite and not state.primed:
+            return False
         return holds and state.run >= d.count
 
     # -- groups ------------------------------------------------------------------------------------

@@ -200,12 +200,17 @@ STRUCTURE: list[dict[str, Any]] = [
     *({"regex": e["regex"], "literals": [e["literal"]]} for e in ERROR_LINES),
 ]
 
-# Metric lines: "key: value", "key=value", "'key': value" (Trainer dicts), Megatron's "| key: value |".
-METRIC = (
-    r"(?:^|[\s|,{(\[])['\"]?([A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*){0,3})['\"]? ?[:=]\s*['\"]?"
-    r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|infinity|Infinity))"
-    r"(?![\w.])"
-)
+# A metric's value as printed, and its name (up to four words).
+NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|infinity|Infinity)"
+METRIC_NAME = r"[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*){0,3}"
+# The metric-line readers, tried in this order on each line; each yields (name, value) readings.
+METRIC = {
+    # "key: value", "key=value", "'key': value" (Trainer dicts), Megatron's "| key: value |".
+    "pair": rf"(?:^|[\s|,{{(\[])['\"]?({METRIC_NAME})['\"]? ?[:=]\s*['\"]?({NUMBER})(?![\w.])",
+    # A list of readings in order: "losses=[2.31, nan, nan]".
+    "list": r"(?:^|[\s|,{(])['\"]?([A-Za-z][\w/.-]*)['\"]? ?[:=] ?\[([^\[\]]{1,2000})\]",
+    "item": rf"^\s*({NUMBER})\s*$",
+}
 # A metric name as printed becomes the index's name: lower case, each run of these characters "_".
 METRIC_SEPARATORS = r"[ _/.-]+"
 # What may stand between a metric's name and its value; the browser's scanner spells these out.
