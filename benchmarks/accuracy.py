@@ -39,6 +39,7 @@ class Tally:
     detected: int = 0
     top1: int = 0
     top3: int = 0
+    as_note: int = 0  # right first, but only as a note: the entry's line is one healthy runs print too
     negatives: int = 0
     false_alarms: int = 0
     settled: int = 0
@@ -96,6 +97,7 @@ def score(cases: list[Case], answer: Any) -> dict[str, Tally]:
             hit = [e for e in ranked if e in case.expected]
             t.detected += bool(hit)
             t.top1 += bool(ranked) and ranked[0] in case.expected
+            t.as_note += bool(ranked) and ranked[0] in case.expected and not got["alarms"]
             t.top3 += any(e in case.expected for e in ranked[:3])
             if not ranked or ranked[0] not in case.expected:
                 t.misses.append(f"{case.name}: expected {case.expected[0]}, got {ranked[:3]}")
@@ -165,7 +167,9 @@ def main() -> None:
         f"top-1 {a.pct(a.top1, a.failures).strip()} % (naive {n.pct(n.top1, n.failures).strip()}), "
         f"top-3 {a.pct(a.top3, a.failures).strip()} % (naive {n.pct(n.top3, n.failures).strip()}), "
         f"false alarms {a.false_alarms}/{a.negatives} (naive {n.false_alarms}), "
-        f"initiating {a.initiating_right}/{a.settled}, uncovered named {a.uncovered_named}/{a.uncovered}."
+        f"initiating {a.initiating_right}/{a.settled}, uncovered named {a.uncovered_named}/{a.uncovered}.\n"
+        f"Of the top-1 answers, {a.as_note} name the entry only as a note (a lead healthy runs print too: "
+        "a performance warning, an early search), with no failure reported."
     )
     held = [c for c in cases if c.held_out]
     if held:

@@ -386,13 +386,13 @@ export class Scanner {
     const where = origin(text, 0, rank, host);
     if (where.clock === "wall" && where.order !== null) f.lastOrder = where.order;
     if (where.clock) this.clocks.add(where.clock);
-    const matched = this.matchSignatures(number, text, where);
+    const [matched, proof] = this.matchSignatures(number, text, where);
     const escaped = text.includes("\\n") && (text.includes("Traceback") || text.includes('File \\"'));
     const subs = escaped ? text.split("\\n").map((s) => s.split('\\"').join('"')) : [text];
     // Only a plain line can continue on the next one.
     const next = !escaped && !text.includes("\r") ? following : null;
     for (const sub of subs) {
-      for (const segment of sub.split("\r")) if (segment) this.grammar(segment, number, where, matched, next);
+      for (const segment of sub.split("\r")) if (segment) this.grammar(segment, number, where, matched, proof, next);
     }
   }
 
@@ -405,15 +405,15 @@ export class Scanner {
       if (hit) hits.push([sig, text, hit.index]);
       else if (escaped && (hit = sig.regex.exec(unescaped))) hits.push([sig, unescaped, hit.index]);
     }
-    if (!hits.length) return false;
+    if (!hits.length) return [false, false];
     const refined = new Set(hits.flatMap(([sig]) => sig.record.refines));
     for (const [sig, view, at] of hits) {
       if (!refined.has(sig.entry)) this.add(sig, number, view, at, origin(view, at, where.rank, where.host), "line", null);
     }
-    return true;
+    return [true, hits.some(([sig]) => !(sig.record.lead || sig.record.search_key))];
   }
 
-  grammar(segment, number, where, matched, following) {
+  grammar(segment, number, where, matched, proof, following) {
     const f = this.file;
     const body = payload(segment);
     let r;
@@ -422,15 +422,17 @@ export class Scanner {
     else if (RECORD_CLOSE.test(body)) f.record = null;
     let stream = f.streams.get(where.rank);
     if (!stream) { stream = { traceback: null, detectors: new Map() }; f.streams.set(where.rank, stream); }
+    if (proof && stream.traceback) stream.traceback.named = true;
     if (HEADER.test(body)) {
       if (stream.traceback && stream.traceback.frames.length) this.close(stream, where.rank, null);
-      stream.traceback = { start: number, frames: [] };
+      stream.traceback = { start: number, frames: [], named: false };
       return;
     }
     let m = FRAME.exec(body) || BOX_FRAME.exec(body);
     if (!m && following !== null) m = unwrappedFrame(body, payload(following));
     if (m) {
-      if (!stream.traceback) stream.traceback = { start: number, frames: [] };
+      // The excerpt starts inside a traceback.
+      if (!stream.traceback) stream.traceback = { start: number, frames: [], named: proof };
       const frames = stream.traceback.frames;
       frames.push({ path: m[1].split("\\").join("/"), line: parseInt(m[2], 10), function: m[3], number, text: segment });
       if (frames.length > LIMITS.frames_kept) frames.shift();
@@ -512,7 +514,8 @@ export class Scanner {
     } else {
       this.record(record);
     }
-    if (record !== null && record.matched) return;
+    // Frames name the failure only when nothing in the traceback did.
+    if ((record !== null && record.matched) || tb.named) return;
     for (const sig of this.frameSignatures) {
       const frame = findCalls(tb.frames, sig);
       if (frame) this.add(sig, frame.number, frame.text, 0, origin(frame.text, 0, rank, this.file.host), "frames", rank);

@@ -486,6 +486,28 @@ def test_frame_signatures_name_a_failure_whose_message_is_missing(tmp_path: Path
     # A traceback through other functions names nothing.
     log.write_text(frames.replace("_check_cuda_version", "load"), encoding="utf-8")
     assert json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)["findings"] == []
+    # A message the traceback printed, even run together with another process's output so that it
+    # is no exception line, names the failure; the frames it was raised in then say nothing.
+    message = record | {
+        "id": "demo-message/1",
+        "entry": "demo-message",
+        "kind": "literal",
+        "pattern": "The detected CUDA version",
+        "required": "The detected CUDA version",
+        "calls": [],
+    }
+    lead = message | {"id": "demo-lead/1", "entry": "demo-lead", "pattern": "building", "required": "building"}
+    lead["lead"] = True
+    index.write_text("".join(json.dumps(r) + "\n" for r in (record, message, lead)), encoding="utf-8")
+    log.write_text(
+        frames + "[rank0]: RuntimeError    : hook(self)The detected CUDA version (12.1) mismatches\n", encoding="utf-8"
+    )
+    report = json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)
+    assert [(f["entry"], f["first"]["via"]) for f in report["findings"]] == [("demo-message", "line")]
+    # A lead inside the traceback is no such message.
+    log.write_text(frames.replace("in <module>\n", "in <module>\n[rank0]: building extension\n"), encoding="utf-8")
+    report = json.loads(_cli(["--json", "--index", str(index), str(log)]).stdout)
+    assert [f["entry"] for f in report["findings"] if f["role"] != "note"] == ["demo-metric"]
 
 
 def test_skipped_iterations_are_a_lead_until_they_persist(tmp_path: Path) -> None:

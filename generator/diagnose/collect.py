@@ -81,6 +81,7 @@ class ExceptionRecord:
 class _Traceback:
     start: int
     frames: list[Frame] = field(default_factory=list)
+    named: bool = False  # a signature that is proof matched one of its lines
 
 
 @dataclass
@@ -219,7 +220,7 @@ class Collector:
             f.last_order = where.order
         if where.clock:
             self.clocks.add(where.clock)
-        matched = self._signatures(candidate, where)
+        matched, proof = self._signatures(candidate, where)
         escaped = "\\n" in text and ("Traceback" in text or 'File \\"' in text)
         # A traceback logged inside a JSON string (torchrun's error file, structured loggers) is read
         # as the lines it was before it was escaped.
@@ -229,9 +230,10 @@ class Collector:
         for sub in subs:
             for segment in sub.split("\r"):
                 if segment:
-                    self._grammar(segment, candidate.number, where, matched, following)
+                    self._grammar(segment, candidate.number, where, matched, proof, following)
 
-    def _signatures(self, candidate: Candidate, where: Origin) -> bool:
+    def _signatures(self, candidate: Candidate, where: Origin) -> tuple[bool, bool]:
+        """Record the signatures the line matches; return (any matched, one that is proof matched)."""
         text = candidate.text
         escaped = '\\"' in text
         unescaped = text.replace('\\"', '"') if escaped else text
@@ -249,15 +251,17 @@ class Collector:
                 # A line logged inside a JSON string: match it as it was printed.
                 hits.append((sig, unescaped, m.start()))
         if not hits:
-            return False
+            return False, False
         # Where a signature refines another entry's on this line, the refinement says more.
         refined = {e for sig, _, _ in hits for e in sig.record.refines}
         for sig, view, at in hits:
             if sig.entry not in refined:
                 self._add(sig, candidate.number, view, at, origin(view, at, where.rank, where.host), "line")
-        return True
+        return True, any(not (sig.record.lead or sig.record.search_key) for sig, _, _ in hits)
 
-    def _grammar(self, segment: str, number: int, where: Origin, matched: bool, following: str | None) -> None:
+    def _grammar(
+        self, segment: str, number: int, where: Origin, matched: bool, proof: bool, following: str | None
+    ) -> None:
         f = self.file
         assert f is not None
         body = payload(segment)
@@ -270,6 +274,8 @@ class Collector:
         stream = f.streams.get(where.rank)
         if stream is None:
             stream = f.streams[where.rank] = _Stream()
+        if proof and stream.traceback is not None:
+            stream.traceback.named = True
         if HEADER.search(body):
             if stream.traceback is not None and stream.traceback.frames:
                 self._close(stream, where.rank, None)
@@ -280,7 +286,7 @@ class Collector:
             m = _unwrapped_frame(body, payload(following))
         if m:
             if stream.traceback is None:
-                stream.traceback = _Traceback(number)  # the excerpt starts inside a traceback
+                stream.traceback = _Traceback(number, named=proof)  # the excerpt starts inside a traceback
             frames = stream.traceback.frames
             frames.append(Frame(m.group(1).replace("\\", "/"), int(m.group(2)), m.group(3), number, segment))
             if len(frames) > LIMITS["frames_kept"]:
@@ -363,7 +369,9 @@ class Collector:
                 self.truncated = True
         else:
             self._record(record)
-        if record is not None and record.matched:
+        # Frames name the failure only when nothing in the traceback did: a message that was printed,
+        # even cut or run together with another rank's output, says more than where it was raised.
+        if (record is not None and record.matched) or tb.named:
             return
         for sig in self.frame_signatures:
             frame = _find_calls(tb.frames, sig)
