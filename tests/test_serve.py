@@ -21,7 +21,8 @@ def _get(url: str) -> str:
         return response.read().decode("utf-8")
 
 
-def _wait_for(predicate, seconds: float = 30.0) -> bool:
+def _wait_for(predicate, seconds: float = 120.0) -> bool:
+    # Generous: a loaded two-core runner can take a while to build the site and rebuild it.
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
