@@ -44,8 +44,9 @@ MESSAGE_RANKS = [
 SLURM_PREFIX = r"^\s*(\d{1,6}): "
 # pdsh and similar prefix lines with the host name; a host name carries a digit (node07, gpu-a017).
 PDSH_PREFIX = r"^([A-Za-z][\w-]*\d[\w.-]*): "
-# NCCL's own header, host:pid:tid [cudaDev], with WARN lines adding the source file:line.
-NCCL_HEADER = r"(?:^|[\s:>\]])([A-Za-z][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL "
+# NCCL's own header, host:pid:tid [cudaDev], with WARN lines adding the source file:line. Pasted logs
+# often mask the host's name and keep its number ("...-48"); the number still tells hosts apart.
+NCCL_HEADER = r"(?:^|[\s:>\]])((?:[A-Za-z]|\.{2,}[\w-])[\w.-]*):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL "
 SYSLOG = (
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.+-]+) ([A-Za-z][\w.-]*) \w[\w./-]*(?:\[\d+\])?: "
 )
