@@ -482,10 +482,10 @@ export class Scanner {
         const item = METRIC_ITEM.exec(piece);
         if (item) {
           const value = reading(item[1]);
-          const where1 = at + piece.indexOf(item[1]);
+          const itemAt = at + piece.indexOf(item[1]);
           for (const sig of detectors) {
             read.add(sig.position);
-            if (this.evaluate(sig, stream, value)) this.add(sig, number, segment, where1, where, "metric", null);
+            if (this.evaluate(sig, stream, value)) this.add(sig, number, segment, itemAt, where, "metric", null);
           }
         }
         at += piece.length + 1;
