@@ -23,6 +23,12 @@ ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 SOURCE_PATTERN = r"^(pypi:[A-Za-z0-9_.-]+==[^:\s]+:\S+|docs:https?://\S+|[\w.-]+/[\w.-]+(@[\w./-]+)?:\S+)$"
 
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=80)]
+# A name a code block uses that the reader's own program supplies (`model`, `args.lr`).
+ContextName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*$", max_length=60)]
+CONTEXT_DOC = (
+    "Names the code uses that the reader's own program must supply (`model`, `optimizer`), shown above "
+    "the block; everything else it uses is imported or defined in the block."
+)
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
 # Signature text is matched byte for byte, so its spaces are kept as written.
@@ -158,6 +164,7 @@ class Check(Model):
     step: Text = Field(description="What to check (Markdown).")
     command: Text | None = Field(default=None, description="A command or snippet that performs the check.")
     language: Id = Field(default="shell", description="Pygments language of `command`.")
+    context: list[ContextName] = Field(default_factory=list, description=CONTEXT_DOC)
     outcome: Text = Field(description="What each result means (Markdown).")
 
 
@@ -253,6 +260,7 @@ class CodeExample(Model):
     stack: Line = Field(description="The stack it is for: PyTorch, DeepSpeed config, Megatron flags, shell, …")
     language: Id = Field(description="Pygments language name, e.g. python, json, shell, yaml.")
     code: Text = Field(description="Copy-pasteable code or configuration.")
+    context: list[ContextName] = Field(default_factory=list, description=CONTEXT_DOC)
     why: Text = Field(description="Why it works and what it costs (Markdown).")
 
 
@@ -274,6 +282,7 @@ class Verification(Model):
     step: Text = Field(description="What to run or watch (Markdown).")
     command: Text | None = Field(default=None, description="A command or snippet to run.")
     language: Id = Field(default="shell", description="Pygments language of `command`.")
+    context: list[ContextName] = Field(default_factory=list, description=CONTEXT_DOC)
     expected: Text = Field(description="The output or metric range that means the fix worked (Markdown).")
 
 

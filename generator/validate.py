@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 import pydantic
 from pydantic import BaseModel
 
+from generator.codecheck import blocks
+from generator.codecheck import problems as block_problems
 from generator.errors import Problem
 from generator.load import Document, Path_, Sources
 from generator.schema import Entry, Hub, SiteConfig, Tags
@@ -192,6 +194,9 @@ def validate_sources(sources: Sources) -> Validated:
     tags = check(Tags, sources.tags)
     entries = [(e, d) for d in sources.entries if (e := check(Entry, d)) is not None]
     hubs = [(h, d) for d in sources.hubs if (h := check(Hub, d)) is not None]
+    for entry, doc in entries:
+        for block in blocks(entry):
+            problems.extend(doc.problem(block.where, message) for message in block_problems(block, shell_syntax=False))
     # Ids of files that failed validation still count, so one broken file does not cascade
     # into "no entry has id" errors in every file that links to it.
     return Validated(site, tags, entries, hubs, problems, _ids(sources.entries), _ids(sources.hubs), sources.tags)

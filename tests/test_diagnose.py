@@ -246,6 +246,18 @@ def test_an_exception_no_entry_covers_is_named_with_its_package_and_a_scaffold_c
     assert f"trainwreck new --from-log {log}:6" in text
 
 
+def test_an_error_line_pasted_in_markdown_bold_is_read_without_the_markers(tmp_path: Path) -> None:
+    log = tmp_path / "issue.md"
+    log.write_text(
+        "[rank1]:     raise RuntimeError(\n"
+        "[rank1]: **RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (4)**\n"
+        "    **kwargs) is code, not an error line\n"
+    )
+    [unknown] = json.loads(_cli(["--json", str(log)]).stdout)["unknown"]
+    assert unknown["exception"] == "RuntimeError"
+    assert unknown["message"] == "world_size (8) is not equal to tensor_model_parallel_size (4)"
+
+
 def test_new_from_log_scaffolds_the_signature_and_example(corpus: Path) -> None:
     log = corpus / "train.log"
     log.write_text("noise\n[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")

@@ -119,6 +119,7 @@ DECORATION = (
     r"|\s*[\w.]+ - (?:INFO|WARNING|ERROR|DEBUG|CRITICAL) - "
     r"|\s*(?:stdout|stderr) ?[|:] "  # a stream name between pipes, as FastChat and supervisors log
     r"|[\w.-]+ +\| "  # docker compose: the service name, padded, then a pipe
+    r"|\s?\*\*(?=[A-Za-z_])"  # Markdown bold around a pasted error line; indented code lines keep theirs
     r"|\s*\| )"
 )
 
@@ -134,7 +135,7 @@ TRACEBACK: dict[str, str] = {
     "chain": r"^(?:During handling of the above exception, another exception occurred|"
     r"The above exception was the direct cause of the following exception):",
     "exception": r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:Error|Exception|Exit|Interrupt|Failed|Failure|Unsupported|"
-    r"Fault|Timeout|Iteration))(?:: (.*))?$",
+    r"Fault|Timeout|Iteration))(?:: (.*?))?(?:\*\*)?$",
     # The package that raised: the folder under site-packages, or the first name of a dotted exception.
     "package": r"(?:site|dist)-packages/([A-Za-z_]\w*)",
     "stdlib": r"/lib/python3\.\d+/(?!site-packages|dist-packages)",

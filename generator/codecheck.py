@@ -1,0 +1,142 @@
+"""Checks that an entry's code runs as pasted: Python names, shell syntax, data that parses."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import re
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import yaml
+
+from generator.schema import Entry
+
+PYTHON = {"python", "python3", "py"}
+SHELL = {"shell", "bash", "sh", "console"}
+# `<pid>` in a shell line is a redirection to bash, not a placeholder; `<cuda_runtime.h>` in a heredoc is fine.
+SHELL_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w-]*>")
+SHELL_COMMENT = re.compile(r"(?:^|\s)#.*$")
+KNOWN = set(dir(builtins)) | {"__file__", "__name__"}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One code block of an entry, and where it sits."""
+
+    where: tuple[str | int, ...]
+    language: str
+    code: str
+    context: tuple[str, ...]
+
+
+def blocks(entry: Entry) -> Iterator[Block]:
+    """Every code block of an entry: fix code, confirmation commands and the verification command."""
+    for i, code in enumerate(entry.fix.code):
+        yield Block(("fix", "code", i, "code"), code.language, code.code, tuple(code.context))
+    for i, check in enumerate(entry.confirm):
+        if check.command:
+            yield Block(("confirm", i, "command"), check.language, check.command, tuple(check.context))
+    v = entry.verify
+    if v.command:
+        yield Block(("verify", "command"), v.language, v.command, tuple(v.context))
+
+
+def _bound_by(node: ast.AST) -> set[str]:
+    """Names a statement or expression binds anywhere inside it."""
+    names: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            names.add(n.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names.update(n.names)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            names.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            names.add(n.rest)
+    return names
+
+
+def _loads(node: ast.AST) -> list[ast.Name]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+
+
+def python_problems(code: str, context: tuple[str, ...]) -> list[str]:
+    """Syntax errors, and names the block uses without importing, defining or declaring them first."""
+    try:
+        tree = ast.parse(code)
+        compile(tree, "<fix>", "exec")
+    except SyntaxError as e:
+        return [f"does not compile: {e.msg} (line {e.lineno})"]
+    everywhere = KNOWN | {name.split(".")[0] for name in context} | _bound_by(tree)
+    missing: dict[str, int] = {}
+    # Anything bound somewhere in the block may be used inside a function or loop body; at the top
+    # level an assignment's value runs before its targets exist, so `sd = f(sd)` needs an earlier `sd`.
+    bound = KNOWN | {name.split(".")[0] for name in context}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+            inner = _bound_by(stmt.value)
+            for n in _loads(stmt.value):
+                if n.id not in bound and n.id not in inner:
+                    missing.setdefault(n.id, n.lineno)
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id not in bound:
+                missing.setdefault(stmt.target.id, stmt.lineno)
+        bound |= _bound_by(stmt)
+    for n in _loads(tree):
+        if n.id not in everywhere:
+            missing.setdefault(n.id, n.lineno)
+    return [
+        f"uses {name!r} (line {line}) without importing or defining it first; "
+        "import it, or list it in the block's context if the reader's program supplies it"
+        for name, line in sorted(missing.items(), key=lambda item: (item[1], item[0]))
+    ]
+
+
+def shell_problems(code: str, *, syntax: bool = True) -> list[str]:
+    """`<placeholder>` words that bash reads as redirections, and (with syntax) what `bash -n` rejects."""
+    problems = []
+    # A comment may name a placeholder; only code is read by bash.
+    code_only = "\n".join(SHELL_COMMENT.sub("", line) for line in code.splitlines())
+    for m in SHELL_PLACEHOLDER.finditer(code_only):
+        problems.append(f'placeholder {m.group()!r}: use a variable ("$PID") the block sets or the reader exports')
+    if not syntax:
+        return problems
+    done = subprocess.run(["bash", "-n"], input=code, capture_output=True, text=True, check=False)
+    if done.returncode:
+        problems.append("bash -n: " + " ".join(done.stderr.split())[:300])
+    return problems
+
+
+def data_problems(code: str, language: str) -> list[str]:
+    """JSON, YAML and TOML blocks must parse."""
+    try:
+        if language == "json":
+            json.loads(code)
+        elif language == "yaml":
+            list(yaml.safe_load_all(code))
+        elif language == "toml":
+            tomllib.loads(code)
+    except (ValueError, yaml.YAMLError) as e:
+        return [f"does not parse as {language}: " + " ".join(str(e).split())[:300]]
+    return []
+
+
+def problems(block: Block, *, shell_syntax: bool = True) -> list[str]:
+    """Everything wrong with one block; empty when it runs as pasted."""
+    if block.language in PYTHON:
+        return python_problems(block.code, block.context)
+    if block.language in SHELL:
+        # bash -n is a process per block: the test suite runs it, the validator leaves it out.
+        return shell_problems(block.code, syntax=shell_syntax)
+    return data_problems(block.code, block.language)
