@@ -91,6 +91,11 @@ class IndexSignature(Contract):
     category: str = Field(description="Category id of the entry.")
     systems: list[str] = Field(description="System ids of the entry.")
     collateral: bool = Field(description="True when the entry is usually a downstream report of a failure elsewhere.")
+    local: bool = Field(
+        default=False,
+        description="True when that failure is on the rank or host printing the line, which is then where the "
+        "job failed first.",
+    )
     wraps: list[str] = Field(
         description="Entries whose failures this entry's error carries inside it ('*' for any failure): "
         "when one of them is found too, this finding is the wrapper and that one the cause."

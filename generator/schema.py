@@ -298,6 +298,12 @@ class Collateral(Model):
     """Whether this error is usually a downstream report of a failure elsewhere."""
 
     usually: bool = Field(description="True when the error is usually collateral of another failure.")
+    local: bool = Field(
+        default=False,
+        description="True when the failure it reports is on the rank or GPU that prints it (a sticky CUDA "
+        "error, the GPU's own Xid): the rank or host that prints it is where the job failed first, even "
+        "when the error that started it is missing from the log.",
+    )
     note: Text = Field(description="Where to look for the initiating failure, or why it is the origin itself.")
 
 

@@ -717,13 +717,24 @@ export function buildReport(scanner) {
       && wrapperEntries.has(f.entry) && f.first.file === first.first.file);
     rank = named ? named.first.rank : null;
   }
+  let host = first ? first.first.host : null;
+  const placed = first ? null : placedAt(groups.filter((g) => roles.get(g) === "collateral" && g.signature.record.local));
+  if (placed) [rank, host] = placed;
   const suspects = suspectRanks(scanner, findings);
   const unknown = findings.some((f) => f.role !== "note") ? [] : unknownFailures(scanner);
   return {
     schema_version: REPORT_VERSION, inputs: scanner.inputs, lines: scanner.lines, bytes: scanner.bytes,
-    initiating: first, initiating_rank: rank, initiating_host: first ? first.first.host : null, suspects, findings,
-    unknown, missing: missing(scanner, findings, first, suspects, new Set(groups.filter((g) => g.signature.record.wraps.length).map((g) => g.signature.entry))),
+    initiating: first, initiating_rank: rank, initiating_host: host, suspects, findings,
+    unknown, missing: missing(scanner, findings, first, suspects, new Set(groups.filter((g) => g.signature.record.wraps.length).map((g) => g.signature.entry)), placed),
   };
+}
+
+// The one rank or host that reports failures of its own (a sticky CUDA error, its GPU's Xid), if one.
+function placedAt(local) {
+  const ranks = new Set(local.flatMap((g) => [...g.ranks]));
+  const hosts = new Set(local.flatMap((g) => [...g.hosts]));
+  if (ranks.size > 1 || hosts.size > 1 || !(ranks.size || hosts.size)) return null;
+  return [ranks.size ? [...ranks][0] : null, hosts.size ? [...hosts][0] : null, local[0].signature.record.title];
 }
 
 function packageOfType(type) {
@@ -770,12 +781,15 @@ function suspectRanks(scanner, findings) {
   return [...new Set([...scanner.logRanks.values()].filter((r) => !reporting.has(r)))].sort((a, b) => a - b);
 }
 
-function missing(scanner, findings, initiating, suspects, wrapping) {
+function missing(scanner, findings, initiating, suspects, wrapping, placed) {
   const S = RULES.SENTENCES;
   const out = [];
   const confident = findings.filter((f) => f.role !== "note");
   const ranks = [...new Set(confident.flatMap((f) => f.ranks))].sort((a, b) => a - b);
-  if (suspects.length && initiating === null) {
+  if (placed) {
+    const where = [placed[0] !== null ? `rank ${placed[0]}` : null, placed[1]].filter(Boolean).join(", ");
+    out.push(fmt(S.placed, { title: placed[2], where }));
+  } else if (suspects.length && initiating === null) {
     const noun = suspects.length === 1 ? "Rank" : "Ranks";
     out.push(fmt(S.suspects, { noun, noun_lower: noun.toLowerCase(), names: suspects.join(", ") }));
   } else if (confident.length && initiating === null) {

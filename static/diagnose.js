@@ -58,6 +58,7 @@ function render(report, problems) {
   const summary = el("h2", report.initiating
     ? `Most likely cause${on.length ? ` on ${on.join(", ")}` : ""}: ${report.initiating.title}`
     : report.findings.every((f) => f.role === "note") ? (report.findings.length ? "No known failure found; the lines below are usually harmless or only leads." : "No known failure found.")
+    : on.length ? `Failed first at ${on.join(", ")}; the error that started it is not in the logs, what they show is below.`
     : "No initiating failure found; what the logs show is below.");
   result.append(summary);
   result.append(el("p", `Scanned ${report.inputs.length} log(s), ${report.lines.toLocaleString("en")} lines.`));

@@ -56,6 +56,23 @@ def test_signatures_link_their_source_and_bound_interpolated_values(catalog) -> 
                 assert not re.search(r"(?<!\\)\.[*+]", sig.pattern), (entry.id, sig.pattern)
 
 
+def test_every_entry_is_on_a_hub(catalog) -> None:
+    # A hub is where a reader compares a failure with its neighbours; an entry on none is hard to find.
+    on_a_hub = {eid for rows in catalog.hub_rows.values() for eid, _ in rows}
+    assert sorted(set(catalog.entries) - on_a_hub) == []
+    assert len(catalog.hubs) >= 11
+
+
+def test_a_reference_url_has_one_title_everywhere(catalog) -> None:
+    # A title says what the page at the URL is; a second title for the same page is a second claim.
+    titles: dict[str, set[tuple[str, str]]] = {}
+    for entry in catalog.entries.values():
+        for ref in entry.references:
+            titles.setdefault(str(ref.url).rstrip("/"), set()).add((ref.title, entry.id))
+    clashes = {url: sorted(t) for url, t in titles.items() if len({title for title, _ in t}) > 1}
+    assert not clashes, "\n".join(f"{url}: {t}" for url, t in sorted(clashes.items()))
+
+
 def test_no_sentence_is_shared_between_entries(catalog) -> None:
     def sentences(entry) -> set[str]:
         text = entry.model_dump_json()

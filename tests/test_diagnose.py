@@ -258,6 +258,34 @@ def test_an_error_line_pasted_in_markdown_bold_is_read_without_the_markers(tmp_p
     assert unknown["message"] == "world_size (8) is not equal to tensor_model_parallel_size (4)"
 
 
+def _report(log: Path, text: str) -> dict:
+    """Write a log and return the CLI's JSON report on it."""
+    log.write_text(text)
+    return json.loads(_cli(["--json", str(log)]).stdout)
+
+
+def test_a_failure_reported_by_the_rank_that_suffered_it_places_the_origin(tmp_path: Path) -> None:
+    # NCCL's "Cuda failure" reports a CUDA error of the process that prints it: collateral of an error
+    # that is not in the log, but on that host, while another host's lines are healthy.
+    log = tmp_path / "pdsh.log"
+    report = _report(
+        log,
+        "gpu-a1: gpu-a1:4276:5851 [1] NCCL INFO Using network IB\n"
+        "gpu-b7: gpu-b7:2918:4483 [4] init.cc:263 NCCL WARN Cuda failure 'initialization error'\n"
+        "gpu-b7: gpu-b7:2919:2919 [5] misc/cudawrap.cc:33 NCCL WARN Cuda failure 'initialization error'\n",
+    )
+    assert report["initiating"] is None and report["initiating_host"] == "gpu-b7"
+    assert [f["role"] for f in report["findings"]] == ["collateral"]
+    assert "so the job failed first at gpu-b7" in report["missing"][0]
+    assert "Failed first at gpu-b7;" in _cli([str(log)]).stdout.decode()
+    # Two hosts reporting their own failures place nothing.
+    report = _report(
+        log,
+        log.read_text() + "gpu-a1: gpu-a1:4276:4277 [1] init.cc:263 NCCL WARN Cuda failure 'initialization error'\n",
+    )
+    assert report["initiating_host"] is None and "failed first" not in " ".join(report["missing"])
+
+
 def test_new_from_log_scaffolds_the_signature_and_example(corpus: Path) -> None:
     log = corpus / "train.log"
     log.write_text("noise\n[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
@@ -270,13 +298,12 @@ def test_new_from_log_scaffolds_the_signature_and_example(corpus: Path) -> None:
 
 
 def test_a_log_that_stops_inside_a_traceback_says_the_message_is_missing(tmp_path: Path) -> None:
-    log = tmp_path / "train.log"
-    log.write_text(
+    report = _report(
+        tmp_path / "train.log",
         "Traceback (most recent call last):\n"
         '  File "/work/train.py", line 12, in <module>\n'
-        '  File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n'
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n',
     )
-    report = json.loads(_cli(["--json", str(log)]).stdout)
     assert any("stops inside a traceback" in m for m in report["missing"])
 
 

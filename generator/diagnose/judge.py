@@ -100,6 +100,12 @@ def judge(collector: Collector) -> Diagnosis:
             if f.role in ("wrapper", "collateral") and f.entry in launchers and f.first.file == first.first.file
         ]
         rank = next((f.first.rank for f in named if f.first.rank is not None), None)
+    host = first.first.host if first else None
+    placed = (
+        None if first else _placed([g for g in groups if roles[id(g)] == "collateral" and g.signature.record.local])
+    )
+    if placed:
+        rank, host = placed[0], placed[1]
     suspects = _suspects(collector, findings)
     unknown = _unknown(collector) if not any(f.role != "note" for f in findings) else []
     return Diagnosis(
@@ -109,12 +115,21 @@ def judge(collector: Collector) -> Diagnosis:
         bytes=collector.bytes,
         initiating=first,
         initiating_rank=rank,
-        initiating_host=first.first.host if first else None,
+        initiating_host=host,
         suspects=suspects,
         findings=findings,
         unknown=unknown,
-        missing=_missing(collector, findings, first, suspects, launchers),
+        missing=_missing(collector, findings, first, suspects, launchers, placed),
     )
+
+
+def _placed(local: list[Group]) -> tuple[int | None, str | None, str] | None:
+    """The one rank or host that reports failures of its own (a sticky CUDA error, its GPU's Xid), if one."""
+    ranks = {r for g in local for r in g.ranks}
+    hosts = {h for g in local for h in g.hosts}
+    if len(ranks) > 1 or len(hosts) > 1 or not (ranks or hosts):
+        return None
+    return next(iter(ranks), None), next(iter(hosts), None), local[0].signature.record.title
 
 
 def _finding(g: Group, role: Role, conf: Confidence, by_time: bool) -> Finding:
@@ -198,11 +213,16 @@ def _missing(
     initiating: Finding | None,
     suspects: list[int],
     wrapping: set[str],
+    placed: tuple[int | None, str | None, str] | None = None,
 ) -> list[str]:
     missing = []
     confident = [f for f in findings if f.role != "note"]
     ranks = sorted({r for f in confident for r in f.ranks})
-    if suspects and initiating is None:
+    if placed is not None:
+        rank, host, title = placed
+        where = ", ".join(x for x in (f"rank {rank}" if rank is not None else None, host) if x)
+        missing.append(SENTENCES["placed"].format(title=title, where=where))
+    elif suspects and initiating is None:
         names = ", ".join(map(str, suspects))
         noun = "Rank" if len(suspects) == 1 else "Ranks"
         missing.append(SENTENCES["suspects"].format(noun=noun, noun_lower=noun.lower(), names=names))

@@ -231,6 +231,9 @@ SENTENCES = {
     "only_collateral": "Every finding is usually a downstream report ({titles}); the failure that started it is "
     "not in these logs (ranks seen: {seen}). Add the logs of the remaining ranks and each node's kernel log "
     "(dmesg -T).",
+    "placed": "{title} reports a failure of the rank or GPU that prints it, so the job failed first at {where}, "
+    "although the error that started it is not in these logs. Read that rank's output before its first matching "
+    "line, and its node's kernel log (dmesg -T) for an Xid.",
     "wrapper_only": "{title} carries the error that stopped the worker, but that error is not in these logs. "
     "Read the worker's own output above it (torchrun: the rank's traceback, or --log-dir / "
     "TORCHELASTIC_ERROR_FILE for its error file).",

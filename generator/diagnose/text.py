@@ -66,6 +66,18 @@ def render_text(report: Diagnosis) -> str:
             where.append(report.initiating_host)
         on = f" on {', '.join(where)}" if where else ""
         out.append(f"Most likely cause{on}: {report.initiating.title}")
+    elif report.initiating_rank is not None or report.initiating_host:
+        at = ", ".join(
+            x
+            for x in (
+                f"rank {report.initiating_rank}" if report.initiating_rank is not None else "",
+                report.initiating_host or "",
+            )
+            if x
+        )
+        out.append(
+            f"Failed first at {at}; the error that started it is not in the logs, what they show is listed below."
+        )
     else:
         out.append("No initiating failure found; what the logs show is listed below.")
     for number, finding in enumerate(report.findings, start=1):
