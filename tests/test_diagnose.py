@@ -227,22 +227,22 @@ def test_an_exception_no_entry_covers_is_named_with_its_package_and_a_scaffold_c
         "[rank0]: Traceback (most recent call last):\n"
         '[rank0]:   File "/work/train.py", line 12, in <module>\n'
         "[rank0]:     main()\n"
-        '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py", line 90, '
-        "in _flash_attn_forward\n"
-        "[rank0]:     out = flash_attn_cuda.fwd(q, k, v)\n"
-        "[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n"
+        '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/timm/models/_factory.py", line 126, '
+        "in create_model\n"
+        "[rank0]:     raise RuntimeError('Unknown model (%s)' % model_name)\n"
+        "[rank0]: RuntimeError: Unknown model (vit_hgue_patch14_224)\n"
     )
     result = _cli(["--json", str(log)])
     assert result.returncode == 0, "an unknown exception is not a known failure"
     report = json.loads(result.stdout)
     assert report["findings"] == []
     [unknown] = report["unknown"]
-    assert unknown["exception"] == "RuntimeError" and unknown["package"] == "flash_attn"
-    assert unknown["message"] == "FlashAttention only supports Ampere GPUs or newer."
-    assert unknown["frames"][-1].endswith("flash_attn_interface.py:90 in _flash_attn_forward")
+    assert unknown["exception"] == "RuntimeError" and unknown["package"] == "timm"
+    assert unknown["message"] == "Unknown model (vit_hgue_patch14_224)"
+    assert unknown["frames"][-1].endswith("timm/models/_factory.py:126 in create_model")
     assert unknown["command"] == f"trainwreck new --from-log {log}:6"
     text = _cli([str(log)]).stdout.decode()
-    assert "Unknown failure: RuntimeError raised in flash_attn" in text
+    assert "Unknown failure: RuntimeError raised in timm" in text
     assert f"trainwreck new --from-log {log}:6" in text
 
 
