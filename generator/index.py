@@ -33,7 +33,7 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
         "category": entry.category,
         "systems": [r.id for r in entry.systems],
         "collateral": bool(entry.collateral and entry.collateral.usually),
-        "local": bool(entry.collateral and entry.collateral.usually and entry.collateral.local),
+        "local": bool(entry.collateral and entry.collateral.local),
         "wraps": list(entry.wraps),
         "fix": entry.fix.summary,
         "verify": entry.verify.step,

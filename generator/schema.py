@@ -306,6 +306,15 @@ class Collateral(Model):
     )
     note: Text = Field(description="Where to look for the initiating failure, or why it is the origin itself.")
 
+    @model_validator(mode="after")
+    def _local_is_collateral(self) -> Collateral:
+        # `local` says where collateral came from; on an error that is its own origin it would mean nothing.
+        if self.local and not self.usually:
+            raise ValueError(
+                "'local: true' needs 'usually: true': only an error that is usually collateral can be local"
+            )
+        return self
+
 
 class Reference(Model):
     """A source the reader can follow."""

@@ -49,6 +49,12 @@ def _span(ranks: list[int]) -> str:
     return ", ".join(map(str, ranks)) if len(ranks) <= 8 else f"{ranks[0]}–{ranks[-1]} ({len(ranks)} ranks)"
 
 
+def _at(report: Diagnosis) -> str:
+    """Where the job failed first, as 'rank 3, node07'; empty when the report does not say."""
+    rank = f"rank {report.initiating_rank}" if report.initiating_rank is not None else ""
+    return ", ".join(x for x in (rank, report.initiating_host or "") if x)
+
+
 def render_text(report: Diagnosis) -> str:
     """Render the report for a terminal: the initiating failure and its fix first."""
     out = [f"Scanned {len(report.inputs)} log(s), {report.lines:,} lines, {report.bytes / 1e6:,.1f} MB."]
@@ -59,24 +65,13 @@ def render_text(report: Diagnosis) -> str:
     elif all(f.role == "note" for f in report.findings):
         out.append("No known failure found; the lines below are usually harmless or only leads.")
     elif report.initiating is not None:
-        where = []
-        if report.initiating_rank is not None:
-            where.append(f"rank {report.initiating_rank}")
-        if report.initiating_host:
-            where.append(report.initiating_host)
-        on = f" on {', '.join(where)}" if where else ""
+        on = f" on {_at(report)}" if _at(report) else ""
         out.append(f"Most likely cause{on}: {report.initiating.title}")
-    elif report.initiating_rank is not None or report.initiating_host:
-        at = ", ".join(
-            x
-            for x in (
-                f"rank {report.initiating_rank}" if report.initiating_rank is not None else "",
-                report.initiating_host or "",
-            )
-            if x
-        )
+    elif _at(report):
+        # A rank that reported failures of its own places the origin although its first error is missing.
         out.append(
-            f"Failed first at {at}; the error that started it is not in the logs, what they show is listed below."
+            f"Failed first at {_at(report)}; the error that started it is not in the logs, "
+            "what they show is listed below."
         )
     else:
         out.append("No initiating failure found; what the logs show is listed below.")
