@@ -58,6 +58,21 @@ def test_signatures_link_their_source_and_bound_interpolated_values(catalog) -> 
                 assert not re.search(r"(?<!\\)\.[*+]", outside_classes), (entry.id, sig.pattern)
 
 
+def test_every_line_signature_has_an_example_in_a_real_logs_shape(catalog) -> None:
+    # Real logs put a rank label, a timestamp, a logger or host name before most lines; an example that
+    # starts with the matched text only proves the pattern on a line no launcher or logger printed.
+    # A pattern anchored with ^ is text a shell prints at column 0 ("Killed"), so it is exempt.
+    bare = []
+    for entry in catalog.entries.values():
+        for sig in entry.signatures:
+            if sig.kind == "regex" and sig.pattern.startswith("^"):
+                continue
+            rx = re.compile(sig.pattern if sig.kind == "regex" else re.escape(sig.pattern))
+            if not any((m := rx.search(example)) and m.start() > 0 for example in sig.examples):
+                bare.append((entry.id, sig.pattern))
+    assert bare == []
+
+
 def test_every_entry_is_on_a_hub(catalog) -> None:
     # A hub is where a reader compares a failure with its neighbours; an entry on none is hard to find.
     on_a_hub = {eid for rows in catalog.hub_rows.values() for eid, _ in rows}
