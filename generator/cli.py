@@ -1,4 +1,4 @@
-"""The trainwreck command line: build, validate, new, serve, schema."""
+"""The trainwreck command line: build, validate, new, serve, diagnose, merge, refresh, schema, sources."""
 
 from __future__ import annotations
 
@@ -149,6 +149,47 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 1 if any(f.role != "note" for f in report.findings) else 0
 
 
+def cmd_sources(args: argparse.Namespace) -> int:
+    """Report sources without evidence in sources.lock.json; with --verify, look them up and record it."""
+    from generator import provenance
+    from generator.build import load_catalog
+
+    root = _root(args)
+    claims = provenance.claims(load_catalog(root).entries.values())
+    lock = provenance.load_lock(root)
+    if args.verify:
+        mirrors = Path(args.mirrors) if args.mirrors else None
+        for claim, evidence in provenance.verify(claims, lock, mirrors, recheck=args.recheck):
+            if evidence is None:
+                if claim.source not in lock:
+                    print(f"{claim.source}: nothing here can look this up; record it by hand", file=sys.stderr)
+                continue
+            recorded = lock.get(claim.source, {})
+            if not evidence.exists and recorded.get("how") in provenance.BY_HAND:
+                print(f"{claim.source}: not found here ({evidence.note}); kept the evidence recorded by hand")
+                continue
+            lock[claim.source] = evidence.record()
+            status = "found" if evidence.exists and not evidence.missing else "PROBLEM"
+            print(f"{status}: {claim.source} ({evidence.how} {evidence.at}) {evidence.note}".rstrip())
+        for source in provenance.stale(claims, lock):
+            del lock[source]
+        provenance.write_lock(root, lock)
+    problems = provenance.unverified(claims, lock)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    unseen = provenance.unseen(claims, lock)
+    if args.verbose:
+        for line in unseen:
+            print(f"text not seen: {line}")
+    texts = sum(len(c.texts) for c in claims)
+    verbatim = sum(core in (lock.get(c.source) or {}).get("found", ()) for c in claims for _, core in c.texts)
+    print(
+        f"{len(claims) - len(problems)} of {len(claims)} sources found; of {texts} signatures' texts, "
+        f"{verbatim} seen verbatim, {len(unseen)} not seen (--verbose lists them)."
+    )
+    return 1 if problems else 0
+
+
 def parser() -> argparse.ArgumentParser:
     """Return the argument parser."""
     p = argparse.ArgumentParser(prog="trainwreck", description="Build the Trainwreck failure encyclopedia.")
@@ -215,6 +256,18 @@ def parser() -> argparse.ArgumentParser:
     sc.add_argument("which", nargs="?", default="entry", choices=["entry", "hub", "entries", "signature", "diagnosis"])
     sc.add_argument("--out", help="write every schema into this folder")
     sc.set_defaults(func=cmd_schema)
+
+    so = sub.add_parser(
+        "sources",
+        help="check that every signature's source has recorded evidence (--verify looks them up)",
+        description="Exit status: 0 every source has evidence that its file exists and prints its signatures' "
+        "text, 1 otherwise.",
+    )
+    so.add_argument("--verify", action="store_true", help="look up sources without evidence: PyPI and local clones")
+    so.add_argument("--mirrors", metavar="DIR", help="folder of clones named owner+repo/repo, read with git")
+    so.add_argument("--recheck", action="store_true", help="with --verify, look up every source again")
+    so.add_argument("-v", "--verbose", action="store_true", help="list the signatures whose text was not seen")
+    so.set_defaults(func=cmd_sources)
     return p
 
 
