@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from generator.patterns import regex_problem
 
 API_DIR = "api/v1"
 INDEX_VERSION: Literal[2] = 2
@@ -108,6 +110,14 @@ class IndexSignature(Contract):
     verify: str = Field(description="How to prove the fix took, in Markdown.")
     source: str = Field(description="Where upstream prints the text (or names the frames or the metric).")
     examples: list[str] = Field(description="Log lines the signature is known to match.")
+
+    @model_validator(mode="after")
+    def _safe_regex(self) -> IndexSignature:
+        # An index from elsewhere is held to the build's rules: a regex outside the safe subset can hang
+        # a scan or mean something else in the browser.
+        if self.kind == "regex" and (problem := regex_problem(self.pattern)):
+            raise ValueError(f"unsafe regex: {problem}")
+        return self
 
 
 class IndexEntry(Contract):

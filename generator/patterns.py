@@ -11,8 +11,27 @@ from typing import Any
 _CLASS_ESCAPES = set("dDwWsSbB")
 _CONTROL_ESCAPES = set("ntrfv")
 MAX_BOUNDED_REPEAT = 1000
+# Nested bounded repeats multiply: (?:(?:a{0,100}){0,100}){0,100} is a million-fold repeat that the
+# multi-pattern engines refuse to compile and a backtracking engine cannot finish.
+MAX_REPEAT_PRODUCT = 10_000
+# A bounded repeat this long backtracks like an unbounded one when a neighbour can take the same text.
+LONG_REPEAT = 16
 UNBOUNDED = sre_constants.MAXREPEAT
 _REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT)
+
+# Character sets over ASCII, with 128 standing for every non-ASCII character.
+_ALL = frozenset(range(129))
+_DIGIT = frozenset(range(48, 58))
+_WORD = frozenset([*range(48, 58), *range(65, 91), *range(97, 123), 95])
+_SPACE = frozenset([9, 10, 11, 12, 13, 32])
+_CATEGORIES = {
+    sre_constants.CATEGORY_DIGIT: _DIGIT,
+    sre_constants.CATEGORY_NOT_DIGIT: _ALL - _DIGIT,
+    sre_constants.CATEGORY_WORD: _WORD,
+    sre_constants.CATEGORY_NOT_WORD: _ALL - _WORD,
+    sre_constants.CATEGORY_SPACE: _SPACE,
+    sre_constants.CATEGORY_NOT_SPACE: _ALL - _SPACE,
+}
 
 
 def _lexical_problem(source: str) -> str | None:
@@ -77,8 +96,138 @@ def _unbounded_inside(items: Any) -> bool:
     return False
 
 
-def _structural_problem(items: Any) -> str | None:
+def _class_chars(items: Any) -> frozenset[int]:
+    """The characters a character class matches."""
+    chars: set[int] = set()
+    negate = False
+    for op, arg in items:
+        if op == sre_constants.NEGATE:
+            negate = True
+        elif op == sre_constants.LITERAL:
+            chars.add(min(arg, 128))
+        elif op == sre_constants.RANGE:
+            chars.update(range(min(arg[0], 128), min(arg[1], 128) + 1))
+        elif op == sre_constants.CATEGORY:
+            chars |= _CATEGORIES.get(arg, _ALL)
+    return _ALL - chars if negate else frozenset(chars)
+
+
+def _first(items: Any) -> tuple[frozenset[int], bool]:
+    """The characters a sequence can start with, and whether it can match the empty string."""
+    out: set[int] = set()
+    for op, arg in items:
+        if op == sre_constants.LITERAL:
+            return frozenset(out | {min(arg, 128)}), False
+        if op == sre_constants.NOT_LITERAL:
+            return frozenset(out | (_ALL - {arg})), False
+        if op == sre_constants.ANY:
+            return frozenset(out | (_ALL - {10})), False
+        if op == sre_constants.IN:
+            return frozenset(out | _class_chars(arg)), False
+        if op in _REPEATS:
+            chars, empty = _first(arg[2])
+            out |= chars
+            if arg[0] > 0 and not empty:
+                return frozenset(out), False
+        elif op == sre_constants.SUBPATTERN:
+            chars, empty = _first(arg[3])
+            out |= chars
+            if not empty:
+                return frozenset(out), False
+        elif op == sre_constants.BRANCH:
+            firsts = [_first(b) for b in arg[1]]
+            out.update(*(c for c, _ in firsts))
+            if not any(e for _, e in firsts):
+                return frozenset(out), False
+        # Anchors (AT) match no character; look at what follows them.
+    return frozenset(out), True
+
+
+def _repeat_chars(op: int, arg: Any) -> frozenset[int] | None:
+    """The characters a long repeat of one character class consumes, or None for anything else."""
+    if op not in _REPEATS or (arg[1] != UNBOUNDED and arg[1] < LONG_REPEAT) or len(arg[2]) != 1:
+        return None
+    inner_op, inner_arg = arg[2][0]
+    if inner_op == sre_constants.IN:
+        return _class_chars(inner_arg)
+    if inner_op == sre_constants.ANY:
+        return _ALL - {10}
+    if inner_op == sre_constants.NOT_LITERAL:
+        return _ALL - {inner_arg}
+    if inner_op == sre_constants.LITERAL:
+        return frozenset({min(inner_arg, 128)})
+    return None
+
+
+def _sequence_problem(items: Any) -> str | None:
+    """Reject long repeats next to each other that can take the same characters (\\s*\\s*, \\d+\\w*)."""
+    pending: frozenset[int] = frozenset()
+    for op, arg in items:
+        chars = _repeat_chars(op, arg)
+        if chars is not None:
+            if pending & chars:
+                return "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan"
+            pending = chars if arg[0] > 0 else pending | chars
+        elif op in _REPEATS and arg[0] == 0 or op == sre_constants.AT:
+            continue  # an optional item or an anchor separates nothing
+        else:
+            pending = frozenset()
+    return None
+
+
+def _branch_overlap(items: Any) -> bool:
+    """Whether an alternation in these items has two alternatives that can start with the same character."""
+    for op, arg in items:
+        if op == sre_constants.BRANCH:
+            seen: set[int] = set()
+            for branch in arg[1]:
+                chars, _ = _first(branch)
+                if seen & chars:
+                    return True
+                seen |= chars
+        elif op == sre_constants.SUBPATTERN and _branch_overlap(arg[3]):
+            return True
+    return False
+
+
+def _item_chars(op: int, arg: Any) -> frozenset[int]:
+    """Every character one item can consume, anywhere in its match (for groups, an over-estimate)."""
+    if op in _REPEATS:
+        return frozenset().union(*(_item_chars(o, a) for o, a in arg[2]))
+    if op == sre_constants.SUBPATTERN:
+        return frozenset().union(*(_item_chars(o, a) for o, a in arg[3]))
+    if op == sre_constants.BRANCH:
+        return frozenset().union(*(_item_chars(o, a) for b in arg[1] for o, a in b))
+    return _first([(op, arg)])[0]
+
+
+def _optional(op: int, arg: Any) -> bool:
+    """Whether an item can match nothing."""
+    return _first([(op, arg)])[1] and op != sre_constants.AT
+
+
+def _tail_overlap(body: Any) -> bool:
+    """Whether a repeated body ends in optional items that can take what the next repetition starts with.
+
+    (aa?)* and (a|aa)* (which Python parses as a(?:|a)) can split one run of a's between repetitions in
+    exponentially many ways; (?:[\\w.-]{1,60}, )* cannot, because the mandatory ', ' ends each one.
+    """
+    while len(body) == 1 and body[0][0] == sre_constants.SUBPATTERN:
+        body = body[0][1][3]
+    start, _ = _first(body)
+    for op, arg in reversed(list(body)[1:]):
+        if not _optional(op, arg):
+            return False
+        if _item_chars(op, arg) & start:
+            return True
+    return False
+
+
+def _structural_problem(items: Any, product: int = 1) -> str | None:
     """Reject shapes that backtrack catastrophically or repeat too much."""
+    found = _sequence_problem(items)
+    if found:
+        return found
     for op, arg in items:
         if op in _REPEATS:
             low, high, body = arg
@@ -86,11 +235,24 @@ def _structural_problem(items: Any) -> str | None:
                 return f"a bounded repeat above {MAX_BOUNDED_REPEAT} is not allowed"
             if (high == UNBOUNDED or high > 1) and _unbounded_inside(body):
                 return "nested unbounded quantifiers (like (a+)+) can hang a scan"
-            found = _structural_problem(body)
+            if (high == UNBOUNDED or high > 1) and _branch_overlap(body):
+                return (
+                    "alternatives that can start with the same character inside a repeat (like (a\\w|\\wa)*) "
+                    "can hang a scan"
+                )
+            if (high == UNBOUNDED or high > 1) and _tail_overlap(body):
+                return (
+                    "a repeated group whose optional end can take what its next repetition starts with "
+                    "(like (a|aa)* or (aa?)*) can hang a scan"
+                )
+            inner = product * (high if high != UNBOUNDED else 1)
+            if inner > MAX_REPEAT_PRODUCT:
+                return f"nested bounded repeats multiply to more than {MAX_REPEAT_PRODUCT} repetitions"
+            found = _structural_problem(body, inner)
         elif op == sre_constants.SUBPATTERN:
-            found = _structural_problem(arg[3])
+            found = _structural_problem(arg[3], product)
         elif op == sre_constants.BRANCH:
-            found = next((p for b in arg[1] if (p := _structural_problem(b))), None)
+            found = next((p for b in arg[1] if (p := _structural_problem(b, product))), None)
         elif op in (sre_constants.GROUPREF, sre_constants.GROUPREF_EXISTS):
             found = "backreferences are not allowed"
         elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):

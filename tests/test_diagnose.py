@@ -199,6 +199,10 @@ def test_an_index_record_that_breaks_the_contract_is_named(tmp_path: Path) -> No
     for broken, message in [
         ({"severity": "severe"}, "severity: Input should be"),
         ({"pattern": "(a"}, "does not compile"),
+        # The build's rules hold for an index from elsewhere: each of these would hang a scan.
+        ({"pattern": "(a|aa)*c"}, ":1: record: unsafe regex: a repeated group whose optional end"),
+        ({"pattern": r"\s*\s*\s*\s*:x"}, ":1: record: unsafe regex: adjacent repeats"),
+        ({"pattern": "(?:(?:a{0,1000}){0,1000}){0,1000}b"}, ":1: record: unsafe regex: nested bounded repeats"),
     ]:
         record = good | broken | ({"kind": "regex"} if "pattern" in broken else {})
         index.write_text(json.dumps(record) + "\n")

@@ -11,6 +11,14 @@ SAFE = [
     r"ran for \d+ milliseconds before timing out",
     r"Tried to allocate [\d.]+ [GM]iB",
     r"(?:SHARP|CollNet) allreduce failed",
+    # Shapes the backtracking checks must not reject: a separator ends each repetition, the
+    # alternatives start differently, or the neighbouring repeats take different characters.
+    r"(?:[\w.-]{1,60}, ){0,20}flash_attn\b",
+    r"(?:x|xy)+z",
+    r"a\s*b\s*c",
+    r"\d+ \d+",
+    r"rank \d+\s*:",
+    r"(?:\[[^\]]{1,80}\] )?User-specified",
 ]
 UNSAFE = {
     r"(a+)+b": "nested unbounded quantifiers (like (a+)+) can hang a scan",
@@ -27,6 +35,16 @@ UNSAFE = {
     r"x*": "matches an empty line, so it would match every line of a log",
     r"x{2000}": "a bounded repeat above 1000 is not allowed",
     r"(unclosed": "does not compile: missing ), unterminated subpattern",
+    r"(a|aa)*c": "a repeated group whose optional end can take what its next repetition starts with "
+    "(like (a|aa)* or (aa?)*) can hang a scan",
+    r"(aa?)*c": "a repeated group whose optional end can take what its next repetition starts with "
+    "(like (a|aa)* or (aa?)*) can hang a scan",
+    r"(?:a\w|\wb)*c": "alternatives that can start with the same character inside a repeat (like (a\\w|\\wa)*) "
+    "can hang a scan",
+    r"\s*\s*\s*\s*:x": "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan",
+    r"key\s*:?\s*value": "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan",
+    r"\d+\w*x": "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan",
+    r"(?:(?:a{0,1000}){0,1000}){0,1000}b": "nested bounded repeats multiply to more than 10000 repetitions",
 }
 
 

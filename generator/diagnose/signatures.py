@@ -74,7 +74,8 @@ def parse_index(text: str, origin: str) -> list[Signature]:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "record"
-            raise SignatureIndexError(f"{origin}:{number}: {where}: {first['msg']}") from exc
+            message = first["msg"].removeprefix("Value error, ")
+            raise SignatureIndexError(f"{origin}:{number}: {where}: {message}") from exc
         if record.kind == "regex":
             try:
                 re.compile(record.pattern, re.ASCII)
