@@ -122,11 +122,11 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Diagnose logs against the signature index."""
     from generator.diagnose.run import diagnose
-    from generator.diagnose.text import render_text
+    from generator.diagnose.text import render_text, visible
 
     report, problems = diagnose(args.paths, Path(args.index) if args.index else None, args.engine)
     for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
+        print(f"error: {visible(problem)}", file=sys.stderr)
     if report.inputs:
         print(report.model_dump_json(indent=2) if args.json else render_text(report))
     if args.redact:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,10 @@ Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_FILE_BYTES = 1 << 20  # an entry is a few pages of text; anything larger is a mistake
 # Plain scalars YAML 1.1 reads as booleans; authors usually meant the word.
 BOOLEAN_WORDS = {"yes", "no", "on", "off", "y", "n", "true", "false"}
+# Deeper nesting than any entry needs; it also keeps the walk far from Python's recursion limit.
+MAX_DEPTH = 32
+# C0 controls and DEL (a double-quoted "\a" makes one): no page, feed or terminal should carry them.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 Path_ = tuple[str | int, ...]
 
@@ -64,12 +69,18 @@ class _Walker:
             self.problems.append(self.doc.problem(loc, "YAML anchors and aliases are not allowed"))
             return None
         self.seen.add(id(node))
+        if len(loc) > MAX_DEPTH:
+            self.problems.append(self.doc.problem(loc, f"nested more than {MAX_DEPTH} levels deep"))
+            return None
         if isinstance(node, yaml.MappingNode):
             result: dict[Any, Any] = {}
             for key_node, value_node in node.value:
-                key = self.loader.construct_object(key_node, deep=True)
-                if not isinstance(key, str):
-                    key = str(key)
+                if not isinstance(key_node, yaml.ScalarNode):
+                    # A list or mapping as a key (an alias bomb among them) is never a field name.
+                    at = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                    self.problems.append(Problem(self.doc.path, *at, dotted(loc), "a key must be plain text"))
+                    continue
+                key = key_node.value
                 child = (*loc, key)
                 self.doc.positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
                 if key in result:
@@ -83,7 +94,21 @@ class _Walker:
                 self.doc.positions[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
                 items.append(self.walk(item, child))
             return items
-        value = self.loader.construct_object(node, deep=True)
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except (ValueError, OverflowError) as exc:
+            # A scalar that looks like a date or number but is not one: `2026-13-45`.
+            self.problems.append(self.doc.problem(loc, f"{node.value!r} is not a valid value: {exc}"))
+            return None
+        # Example log lines keep theirs (colour codes are part of a real line); pages show them as symbols.
+        if isinstance(value, str) and "examples" not in loc and (bad := CONTROL.search(value)):
+            self.problems.append(
+                self.doc.problem(
+                    loc,
+                    f"control character U+{ord(bad.group()):04X} is not allowed",
+                    "remove it; pages, feeds and terminals cannot show it",
+                )
+            )
         if isinstance(value, bool) and not getattr(node, "style", None) and node.value.lower() in BOOLEAN_WORDS:
             self.doc.boolean_words[loc] = node.value
         return value
@@ -115,6 +140,8 @@ def load_yaml(path: Path, display: str) -> tuple[Document, list[Problem]]:
         return doc, [Problem(display, line, column, "", f"invalid YAML: {exc.problem or exc.context}")]
     except yaml.YAMLError as exc:
         return doc, [Problem(display, 0, 0, "", f"invalid YAML: {exc}")]
+    except RecursionError:
+        return doc, [Problem(display, 0, 0, "", f"invalid YAML: nested more than {MAX_DEPTH} levels deep")]
     finally:
         loader.dispose()
     if not isinstance(doc.data, dict):
@@ -152,6 +179,31 @@ def load_sources(root: Path) -> Sources:
 
     site = read_required("site.yaml")
     tags = read_required("tags.yaml")
-    entries = [read(p) for p in sorted((root / "entries").rglob("*.y*ml")) if p.is_file()]
-    hubs = [read(p) for p in sorted((root / "hubs").glob("*.y*ml")) if p.is_file()]
+    entries = [read(p) for p in _content_files(root, "entries", True, problems)]
+    hubs = [read(p) for p in _content_files(root, "hubs", False, problems)]
+    if not entries and not any(p.path.startswith("entries") for p in problems):
+        # Building nothing would replace a real site with an empty one.
+        problems.append(Problem("entries/", 0, 0, "", "no entries found (expected entries/<system>/<id>.yaml)"))
     return Sources(root, site, tags, entries, hubs, problems)
+
+
+def _content_files(root: Path, folder: str, recursive: bool, problems: list[Problem]) -> list[Path]:
+    """The YAML files of a content folder; report the ones that look like content but cannot be read as such."""
+    base = root / folder
+    inside = root.resolve()
+    found = []
+    for path in sorted(base.rglob("*") if recursive else base.glob("*")):
+        if path.suffix.lower() not in (".yaml", ".yml"):
+            continue
+        display = path.relative_to(root).as_posix()
+        if path.suffix not in (".yaml", ".yml"):
+            rename = f"rename it to {path.stem}.yaml"
+            problems.append(Problem(display, 0, 0, "", f"the extension must be lower case: {rename}"))
+        elif path.is_symlink() and not path.exists():
+            problems.append(Problem(display, 0, 0, "", "symbolic link to a file that does not exist"))
+        elif not path.resolve().is_relative_to(inside):
+            # A link out of the tree would publish whatever it points at.
+            problems.append(Problem(display, 0, 0, "", "links to a file outside the project"))
+        elif path.is_file():
+            found.append(path)
+    return found

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import hashlib
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,13 @@ from generator.errors import BuildError
 
 # Error text is full of identifiers like grad_norm, NCCL_DEBUG and ProcessGroupNCCL.cpp:1234.
 INCLUDE_CHARACTERS = "_.:"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """In the Pagefind child: ask the kernel to kill it when the build dies, so no Pagefind outlives a kill -9."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def index_site(out_dir: Path) -> None:
@@ -30,7 +39,9 @@ def index_site(out_dir: Path) -> None:
         "--silent",
     ]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=600, check=False, preexec_fn=_die_with_parent
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildError(f"could not run Pagefind: {exc}") from exc
     if result.returncode != 0 or not (out_dir / "pagefind" / "pagefind.js").is_file():

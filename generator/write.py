@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,6 +16,8 @@ from pathlib import Path
 from generator.errors import BuildError
 
 MARKER = ".trainwreck-site"
+RENAME_EXCHANGE = 2  # linux/fs.h: swap two paths in one step
+AT_FDCWD = -100
 
 
 def write_files(root: Path, files: dict[str, str | bytes]) -> None:
@@ -41,26 +47,74 @@ def _check_replaceable(out_dir: Path) -> None:
 
 
 @contextmanager
+def _locked(out_dir: Path) -> Iterator[None]:
+    """Hold a lock on the output's parent folder: two builds into one place take turns instead of racing."""
+    # The folder itself is locked, not a lock file beside it, so nothing is left behind.
+    fd = os.open(out_dir.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _remove_leftovers(out_dir: Path) -> None:
+    """Remove staging and old folders a killed build left beside out_dir; only a build holding the lock calls this."""
+    for pattern in (f".{out_dir.name}.tmp-*", f".{out_dir.name}.old-*"):
+        for leftover in out_dir.parent.glob(pattern):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+
+
+@contextmanager
 def staging(out_dir: Path) -> Iterator[Path]:
     """Yield a temporary folder beside out_dir; on success swap it in, on failure remove it."""
     out_dir = out_dir.resolve()
     _check_replaceable(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    # Same parent, so the final rename is atomic and never crosses file systems.
-    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        yield stage
-        (stage / MARKER).write_text("This folder is written by `trainwreck build`; it replaces it whole.\n")
-        os.chmod(stage, 0o755)
-        _swap(stage, out_dir)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(out_dir):
+            _remove_leftovers(out_dir)
+            # Same parent, so the final rename is atomic and never crosses file systems.
+            stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+            try:
+                yield stage
+                (stage / MARKER).write_text("This folder is written by `trainwreck build`; it replaces it whole.\n")
+                os.chmod(stage, 0o755)
+                _swap(stage, out_dir)
+            except BaseException:
+                shutil.rmtree(stage, ignore_errors=True)
+                raise
+    except OSError as exc:
+        # A read-only or full disk: say so; the previous site is untouched.
+        where = exc.filename or out_dir
+        raise BuildError(f"cannot write the site to {out_dir}: {exc.strerror or exc} ({where})") from exc
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically with renameat2; False where the system or file system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _swap(stage: Path, out_dir: Path, rename: Callable[[Path, Path], object] = os.replace) -> None:
     if not out_dir.exists():
         rename(stage, out_dir)
+        return
+    if rename is os.replace and _exchange(stage, out_dir):
+        # One step: out_dir is the new site at every instant after it, and stage holds the old one.
+        shutil.rmtree(stage, ignore_errors=True)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
     old.rmdir()

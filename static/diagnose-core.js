@@ -811,6 +811,23 @@ function missing(scanner, findings, initiating, suspects, wrapping, placed) {
 // -- inputs: read a file (a browser File, or a Blob under Node) in slices of whole lines -----------
 
 const SLICE = 4 << 20;
+// A "line" longer than this is scanned in pieces, as the CLI does: a log without line breaks must not
+// be held whole (at a few hundred MB it no longer fits in one string).
+const MAX_LINE = 1 << 20;
+// Control bytes a text log does not contain; tab, line breaks, backspace and ESC it does.
+const NOT_TEXT = new Set([...Array(32).keys()].filter((b) => ![8, 9, 10, 12, 13, 27].includes(b)).concat([127]));
+
+// Binary data rather than a log, by the share of control bytes with NULs set aside (generator/diagnose/inputs.py).
+export function isBinary(bytes) {
+  let kept = 0;
+  let bad = 0;
+  for (const b of bytes) {
+    if (b === 0) continue;
+    kept += 1;
+    if (NOT_TEXT.has(b)) bad += 1;
+  }
+  return kept > 0 && bad > 0.05 * kept;
+}
 
 export function scanText(scanner, text, name) {
   scanner.begin(name, scanner.inputs.length, null, null);
@@ -840,18 +857,23 @@ export async function scanFile(scanner, file, name, onProgress = () => {}) {
     }
     const { value, done: finished } = next;
     if (value) {
-      if (size === 0 && value.subarray(0, 8192).includes(0)) throw new Error(`${name}: this is a binary file, not a text log`);
+      if (size === 0 && isBinary(value.subarray(0, 32768))) throw new Error(`${name}: this is a binary file, not a text log`);
       size += value.length;
-      pending += decoder.decode(value, { stream: true });
+      const decoded = decoder.decode(value, { stream: true });
+      // NULs a crash left in the file are dropped from the text.
+      pending += decoded.includes("\u0000") ? decoded.replaceAll("\u0000", "") : decoded;
     }
     if (finished) pending += decoder.decode();
     // Scan in slices of whole lines, so memory stays flat whatever the size of the file.
     if (pending.length >= SLICE || finished) {
       const text = carry + pending;
       pending = "";
-      const cutAt = finished ? text.length : text.lastIndexOf("\n") + 1;
+      let cutAt = finished ? text.length : text.lastIndexOf("\n") + 1;
+      if (cutAt === 0 && text.length > MAX_LINE) {
+        base += scanner.scanChunk(`${text}\n`, base);
+        cutAt = text.length;
+      } else if (cutAt > 0) base += scanner.scanChunk(text.slice(0, cutAt), base);
       carry = text.slice(cutAt);
-      if (cutAt > 0) base += scanner.scanChunk(text.slice(0, cutAt), base);
       onProgress(size);
     }
     if (finished) break;

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -161,3 +162,45 @@ def test_every_grammar_pattern_contains_one_of_its_literals() -> None:
                 seen += 1
                 assert any(lit in line for lit in item["literals"]), (item["regex"], line)
     assert seen > 500
+
+
+WATCHDOG = (
+    b"[rank1]:[E1130 01:02:03.123456 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation "
+    b"timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 "
+    b"milliseconds before timing out.\n"
+)
+
+
+def test_both_engines_read_damaged_and_endless_logs_alike(engine: Engine, node_static: Path, tmp_path: Path) -> None:
+    # A page of NULs a crash left at the top of a log; a log written with no line breaks at all; and
+    # binary data, which both refuse. Generated here, never committed.
+    holed = tmp_path / "holed.log"
+    holed.write_bytes(b"step 1 loss 2.31\n" + b"\x00" * 4096 + b"step 2 loss 2.30\n" + WATCHDOG)
+    endless = tmp_path / "endless.log"
+    endless.write_bytes(b"x" * (3 << 20) + WATCHDOG.rstrip(b"\n") + b" " + b"y" * (2 << 20))
+    binary = tmp_path / "core.bin"
+    binary.write_bytes(random.Random(7).randbytes(65536))
+    jobs = [[str(holed)], [str(endless)], [str(binary)]]
+    browser = _node_reports(node_static, jobs, tmp_path)
+    for logs, theirs in zip(jobs, browser, strict=True):
+        report, problems = engine.diagnose(logs)
+        ours = {"report": json.loads(report.model_dump_json()), "problems": problems}
+        assert ours == theirs, logs
+    holed_report, endless_report, binary_report = browser
+    assert [f["entry"] for f in holed_report["report"]["findings"]] == ["pg-nccl-watchdog-collective-timeout"]
+    assert holed_report["report"]["findings"][0]["first"]["line"] == 3
+    assert [f["entry"] for f in endless_report["report"]["findings"]] == ["pg-nccl-watchdog-collective-timeout"]
+    assert binary_report["problems"] == [f"{binary}: this is a binary file, not a text log"]
+
+
+@pytest.mark.parametrize("matcher", ["re2", "literal"])
+def test_every_matcher_gives_the_default_report_on_every_case(engine: Engine, matcher: str) -> None:
+    # The fallbacks map each hit to the signatures that own its text, as Hyperscan does; the reports
+    # must not depend on which matcher proposed the lines. Python's re over a thousand alternatives is
+    # slow, so the last-resort matcher is held to every third case.
+    other = Engine(matcher=matcher)
+    cases = CASES if matcher == "re2" else CASES[::3]
+    differ = [
+        c.name for c in cases if engine.diagnose([str(p) for p in c.logs]) != other.diagnose([str(p) for p in c.logs])
+    ]
+    assert differ == []

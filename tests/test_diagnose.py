@@ -570,3 +570,24 @@ def test_skipped_iterations_are_a_lead_until_they_persist(tmp_path: Path) -> Non
     [finding] = report["findings"]
     assert finding["entry"] == "megatron-skipped-iterations" and finding["role"] != "note"
     assert finding["count"] == 39 and _cli([str(log)]).returncode == 1
+
+
+def test_a_redacted_excerpt_that_cannot_be_written_is_a_message_and_exit_2(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    excerpt = tmp_path / "no" / "such" / "folder" / "x.txt"
+    result = _cli(["--redact", str(excerpt), str(log)])
+    assert result.returncode == 2
+    assert result.stderr.decode().endswith(f"error: cannot write the excerpt to {excerpt}: No such file or directory\n")
+    assert b"Traceback" not in result.stderr
+
+
+def test_control_characters_in_a_log_are_shown_never_sent_to_the_terminal(tmp_path: Path) -> None:
+    # A reset (ESC c), a charset switch (ESC ( 0), a bell and a backspace inside a quoted line.
+    log = tmp_path / "train.log"
+    log.write_bytes(
+        b"[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered \x1bc \x1b(0 \x07\x08!\n"
+    )
+    out = _cli([str(log)]).stdout.decode()
+    assert not any(ord(c) < 32 and c != "\n" for c in out)
+    assert "encountered \u241bc \u241b(0 \u2407\u2408!" in out

@@ -17,3 +17,7 @@ class SignatureIndexError(DiagnoseError):
 
 class MatcherError(DiagnoseError):
     """The requested candidate matcher is not installed or cannot compile the index."""
+
+
+class OutputError(DiagnoseError):
+    """A file the diagnosis was asked to write (a redacted excerpt) cannot be written."""

@@ -17,6 +17,26 @@ CHUNK_BYTES = 8 << 20
 # A "line" longer than this is cut: a log without newlines must not be held whole in memory.
 MAX_LINE_BYTES = 1 << 20
 SNIFF_BYTES = 8192
+# Control bytes a text log does not contain; tab, line breaks, backspace and ESC (colour codes) it does.
+_NOT_TEXT = bytes(b for b in range(32) if b not in b"\t\n\r\f\b\x1b") + b"\x7f"
+# Random binary data is about 11 % such bytes; a log damaged by a crash has a few.
+MAX_NOT_TEXT_SHARE = 0.05
+
+
+def is_binary(sample: bytes) -> bool:
+    """Whether a sample is binary data rather than a log: by the share of control bytes, NULs aside.
+
+    A log a crash left with a page of NULs, or one written through a preallocated file, is still a log;
+    the lines read drop their NULs instead (match.py).
+    """
+    sample = sample.replace(b"\x00", b"")
+    if not sample:
+        return False
+    return len(sample) - len(sample.translate(None, _NOT_TEXT)) > MAX_NOT_TEXT_SHARE * len(sample)
+
+
+class Piece(bytes):
+    """A run of a line too long to hold, cut where the chunk ended: it ends a line without a line break."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +125,7 @@ def _chunks(stream: BinaryIO, name: str, limit: int | None, sniff: bool) -> Iter
         if first:
             if not block:
                 raise InputError(f"{name}: the log is empty")
-            if b"\x00" in block[:SNIFF_BYTES]:
+            if is_binary(block[: SNIFF_BYTES * 4]):
                 raise InputError(f"{name}: this is a binary file, not a text log")
             first = False
         if not block:
@@ -116,7 +136,7 @@ def _chunks(stream: BinaryIO, name: str, limit: int | None, sniff: bool) -> Iter
         if cut == 0:
             data = carry + block
             if len(data) > MAX_LINE_BYTES:
-                yield data + b"\n"  # an endless line is scanned in pieces rather than held whole
+                yield Piece(data)  # an endless line is scanned in pieces rather than held whole
                 carry = b""
             else:
                 carry = data

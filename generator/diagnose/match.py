@@ -18,6 +18,7 @@ from pathlib import Path
 from generator.diagnose import rules
 from generator.diagnose.attribute import ANSI
 from generator.diagnose.errors import MatcherError
+from generator.diagnose.inputs import Piece
 from generator.diagnose.signatures import Signature
 
 
@@ -151,24 +152,56 @@ def _write_cache(path: Path, data: bytes) -> None:
 
 
 class LiteralMatcher(Matcher):
-    """Portable fallback: one alternation of the same literals (and patterns) Hyperscan gets.
+    """Portable fallback: one alternation of the same literals Hyperscan gets, longest first.
 
-    A line that holds any of them is proposed for every signature, because the alternation resumes
-    after its first hit and could step over a second, overlapping one.
+    Each hit is mapped back to the signatures whose required text it is, as Hyperscan's are, so a
+    proposed line is read only against those: a log full of near misses costs one lookup per hit,
+    not every signature per line. The search resumes one byte after each hit's start rather than
+    at its end, so a needle that overlaps another is found too.
     """
 
     name = "literal-prefilter"
 
     def __init__(self, signatures: list[Signature]) -> None:
         found, patterns = needles(signatures)
-        pieces = {f"(?i:{re.escape(n.text)})" if n.caseless else re.escape(n.text) for n in found}
-        pieces |= {variant for _owner, regex in patterns for variant in quote_variants(regex)}
-        # (?m): ^ and $ mean a line's start and end inside a chunk, in re and RE2 alike.
-        self.rx = re.compile(("(?m)" + "|".join(sorted(pieces))).encode("utf-8"))
+        self.needles = [(n.text.encode("utf-8"), n.caseless, n.owners) for n in found]
+        texts = {(text, caseless) for text, caseless, _ in self.needles}
+        # Longest first: of the needles that match at one position, the alternation takes the longest,
+        # and the owners of the shorter ones (its prefixes) are added from the table below.
+        ordered = sorted(texts, key=lambda t: (-len(t[0]), t))
+        pieces = [b"(?i:" + re.escape(t) + b")" if caseless else re.escape(t) for t, caseless in ordered]
+        # A signature with no required text is searched as its pattern (^ and $ per line) and is
+        # proposed with every hit: a superset, which the per-line reading narrows.
+        pieces += [f"(?m:{variant})".encode() for _owner, regex in patterns for variant in quote_variants(regex)]
+        self.loose = {owner for owner, _regex in patterns}
+        self.rx = re.compile(b"|".join(pieces))
+        self.owners: dict[bytes, tuple[int, ...]] = {}
+
+    def _owners(self, hit: bytes) -> tuple[int, ...]:
+        """The signatures of every needle that matches at the start of this hit."""
+        owners = self.owners.get(hit)
+        if owners is None:
+            folded = hit.lower()
+            owners = tuple(
+                sorted(
+                    {
+                        o
+                        for text, caseless, own in self.needles
+                        if (folded.startswith(text.lower()) if caseless else hit.startswith(text))
+                        for o in own
+                    }
+                    | self.loose
+                )
+            )
+            self.owners[hit] = owners
+        return owners
 
     def candidates(self, chunk: bytes) -> Iterable[tuple[Owners, int]]:
-        for m in self.rx.finditer(chunk):
-            yield None, m.end()
+        search = self.rx.search
+        m = search(chunk)
+        while m is not None:
+            yield self._owners(m.group()), m.end()
+            m = search(chunk, m.start() + 1)
 
 
 class Re2Matcher(LiteralMatcher):
@@ -243,7 +276,7 @@ def scan(chunks: Iterable[bytes], matcher: Matcher, stats: Stats) -> Iterator[Ca
         counted = [0, 0]  # newlines counted while numbering the proposed lines, and up to where
         if found:
             yield from _lines(chunk, found, stats.lines, counted)
-        stats.lines += counted[0] + chunk.count(b"\n", counted[1])
+        stats.lines += counted[0] + chunk.count(b"\n", counted[1]) + isinstance(chunk, Piece)
 
 
 def _lines(chunk: bytes, found: list[tuple[Owners, int]], base: int, counted: list[int]) -> Iterator[Candidate]:
@@ -267,11 +300,7 @@ def _lines(chunk: bytes, found: list[tuple[Owners, int]], base: int, counted: li
     counted[0], counted[1] = line_number - base - 1, line_start
     for start in order:
         stop = chunk.find(b"\n", start)
-        text = chunk[start : stop if stop != -1 else len(chunk)].decode("utf-8", "replace")
-        if text.endswith("\r"):
-            text = text[:-1]
-        if "\x1b" in text:
-            text = ANSI.sub("", text)
+        text = _clean(chunk[start : stop if stop != -1 else len(chunk)])
         following = None
         if stop != -1:
             after = chunk.find(b"\n", stop + 1)
@@ -281,7 +310,8 @@ def _lines(chunk: bytes, found: list[tuple[Owners, int]], base: int, counted: li
 
 
 def _clean(raw: bytes) -> str:
-    text = raw.decode("utf-8", "replace")
+    # NULs a crash left in the file are not text; the browser drops them too.
+    text = raw.replace(b"\x00", b"").decode("utf-8", "replace") if b"\x00" in raw else raw.decode("utf-8", "replace")
     if text.endswith("\r"):
         text = text[:-1]
     return ANSI.sub("", text) if "\x1b" in text else text

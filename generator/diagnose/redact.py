@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from generator.contract import Diagnosis
+from generator.diagnose.errors import OutputError
 
 # Order matters: secrets first, so that a token containing digits is not first read as an address.
 SECRETS = [
@@ -63,4 +64,7 @@ def write_excerpt(report: Diagnosis, out: Path) -> None:
             where = redactor.line(f"{Path(e.file).name}:{e.line}")
             lines.append(f"{where}: {redactor.line(e.text)}")
         lines.append("")
-    out.write_text("\n".join(lines), encoding="utf-8")
+    try:
+        out.write_text("\n".join(lines), encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"cannot write the excerpt to {out}: {exc.strerror or exc}") from exc

@@ -54,7 +54,7 @@ class Signature:
         return len(r.pattern) if r.kind == "literal" else 0
 
 
-def parse_index(text: str, origin: str) -> list[Signature]:
+def parse_index(text: str, origin: str, packaged: bool = False) -> list[Signature]:
     """Parse JSON Lines text into signatures; raise SignatureIndexError on a malformed or other-version index."""
     signatures: list[Signature] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -70,7 +70,7 @@ def parse_index(text: str, origin: str) -> list[Signature]:
                 f"{origin}:{number}: index schema_version {version!r} is not supported (expected {INDEX_VERSION})"
             )
         try:
-            record = IndexSignature.model_validate(data)
+            record = IndexSignature.model_validate(data, context={"packaged": packaged})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "record"
@@ -98,4 +98,4 @@ def load_index(path: Path | None = None) -> list[Signature]:
             raise SignatureIndexError(f"{path}: the index is not UTF-8 text") from exc
         return parse_index(text, str(path))
     text = resources.files("generator.data").joinpath(PACKAGED).read_text(encoding="utf-8")
-    return parse_index(text, f"packaged {PACKAGED}")
+    return parse_index(text, f"packaged {PACKAGED}", packaged=True)

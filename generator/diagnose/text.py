@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from generator.contract import Diagnosis, Evidence, Finding
@@ -95,4 +96,21 @@ def render_text(report: Diagnosis) -> str:
         out.append("What would settle it:")
         for fact in report.missing:
             out += textwrap.wrap(fact, 100, initial_indent="  - ", subsequent_indent="    ")
-    return "\n".join(out)
+    return visible("\n".join(out))
+
+
+# Control characters other than tab and line break, C1 controls included: a log line quoted in the
+# report must not move the cursor, retitle the window or ring the bell of the terminal that prints it.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _picture(char: str) -> str:
+    code = ord(char)
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Unicode control pictures: ESC is ␛
+    return "\u2421" if code == 0x7F else f"<{code:02X}>"
+
+
+def visible(text: str) -> str:
+    """Text with its control characters shown as symbols (ESC as U+241B) rather than sent to the terminal."""
+    return _CONTROL.sub(lambda m: _picture(m.group()), text)
