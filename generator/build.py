@@ -60,7 +60,7 @@ def build(root: Path, out_dir: Path, *, strict: bool = False, search: bool = Tru
             stage, {**files, "static/pygments.css": pygments_css(), "static/diagnose-rules.js": browser_rules()}
         )
         if search:
-            index_site(stage)
+            index_site(stage, pages)
 
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
     return BuildResult(out_dir, catalog.site.path(), len(pages), len(catalog.entries), signatures, catalog.warnings)

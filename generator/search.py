@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import gzip
 import hashlib
 import json
+import queue
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import IO, Any
 
 from generator.errors import BuildError
 
@@ -24,30 +28,104 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def index_site(out_dir: Path) -> None:
-    """Run Pagefind over out_dir, writing out_dir/pagefind/; raise BuildError if it fails."""
-    command = [
-        sys.executable,
-        "-m",
-        "pagefind",
-        "--site",
-        str(out_dir),
-        "--output-subdir",
-        "pagefind",
-        "--include-characters",
-        INCLUDE_CHARACTERS,
-        "--silent",
-    ]
+def index_site(out_dir: Path, pages: dict[str, str]) -> None:
+    """Index the rendered pages with Pagefind into out_dir/pagefind/; raise BuildError if it fails.
+
+    The pages are handed over from memory, in sorted order, through Pagefind's service mode
+    (`pagefind --service`: base64 JSON messages, each followed by a comma), rather than letting
+    Pagefind walk the folder: a folder walk follows the file system's order, so the same site built
+    on tmpfs and on ext4 got different index files, and the pages need not be read back.
+    """
     try:
-        result = subprocess.run(
-            command, capture_output=True, text=True, timeout=600, check=False, preexec_fn=_die_with_parent
+        from pagefind.service import get_executable
+
+        binary = get_executable()
+        if binary is None:
+            raise OSError("the pagefind binary is not installed (pip install pagefind[bin])")
+        service = subprocess.Popen(
+            [str(binary), "--service"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=out_dir,
+            preexec_fn=_die_with_parent,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except (OSError, ImportError) as exc:
         raise BuildError(f"could not run Pagefind: {exc}") from exc
-    if result.returncode != 0 or not (out_dir / "pagefind" / "pagefind.js").is_file():
-        detail = (result.stderr or result.stdout).strip().splitlines()[-5:]
-        raise BuildError("Pagefind failed to index the site:\n  " + "\n  ".join(detail))
+    try:
+        _PagefindSession(service).index(out_dir, pages)
+    finally:
+        if service.stdin:
+            service.stdin.close()
+        try:
+            service.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            service.kill()
     canonicalise_index(out_dir / "pagefind")
+
+
+class _PagefindSession:
+    """One conversation with `pagefind --service`: requests written ahead, answers read by a thread."""
+
+    def __init__(self, service: subprocess.Popen[bytes]) -> None:
+        assert service.stdin is not None and service.stdout is not None
+        self.stdin = service.stdin
+        self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.sent = 0
+        # A thread drains the answers so that writing every request first can never fill both pipes.
+        threading.Thread(target=self._read, args=(service.stdout,), daemon=True).start()
+
+    def _read(self, stdout: IO[bytes]) -> None:
+        buffer = b""
+        while chunk := stdout.read1(1 << 16):  # type: ignore[attr-defined]
+            buffer += chunk
+            *messages, buffer = buffer.split(b",")  # base64 never holds a comma
+            for message in messages:
+                try:
+                    self.answers.put(json.loads(base64.b64decode(message)))
+                except ValueError:
+                    self.answers.put({"payload": {"type": "Error", "message": message.decode("utf-8", "replace")}})
+        self.answers.put(None)
+
+    def _send(self, payload: dict[str, Any]) -> None:
+        self.sent += 1
+        message = {"message_id": self.sent, "payload": payload}
+        self.stdin.write(base64.b64encode(json.dumps(message).encode("utf-8")) + b",")
+
+    def _answer(self) -> dict[str, Any]:
+        try:
+            answer = self.answers.get(timeout=600)
+        except queue.Empty as exc:
+            raise BuildError("Pagefind did not answer within 10 minutes") from exc
+        if answer is None:
+            raise BuildError("Pagefind stopped before it had indexed the site")
+        payload: dict[str, Any] = answer.get("payload") or {}
+        if payload.get("type") == "Error":
+            raise BuildError(f"Pagefind failed to index the site: {payload.get('message')}")
+        return payload
+
+    def index(self, out_dir: Path, pages: dict[str, str]) -> None:
+        """Create an index, add every page in path order, and write the bundle it returns."""
+        try:
+            self._send({"type": "NewIndex", "config": {"include_characters": INCLUDE_CHARACTERS}})
+            self.stdin.flush()
+            index_id = self._answer()["index_id"]
+            html = sorted(path for path in pages if path.endswith(".html"))
+            for path in html:
+                self._send({"type": "AddFile", "index_id": index_id, "file_path": path, "file_contents": pages[path]})
+            # The bundle comes back in the answer and is written here: Pagefind's own WriteFiles can
+            # answer before its last file is flushed, and the service exits when its input closes.
+            self._send({"type": "GetFiles", "index_id": index_id})
+            self.stdin.flush()
+        except OSError as exc:
+            raise BuildError(f"Pagefind stopped while indexing the site: {exc}") from exc
+        for _ in html:
+            self._answer()
+        bundle = out_dir / "pagefind"
+        for item in self._answer()["files"]:
+            target = bundle / item["path"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(base64.b64decode(item["content"]))
 
 
 # Pagefind writes filter values and the filter list in hash-map order, which changes from run to

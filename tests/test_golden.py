@@ -46,3 +46,22 @@ def test_two_builds_are_byte_identical(corpus_site: Path, tmp_path: Path) -> Non
     second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
     assert first.keys() == second.keys()
     assert [k for k in first if first[k] != second[k]] == []
+
+
+def test_builds_on_tmpfs_and_on_disk_are_byte_identical(corpus_site: Path) -> None:
+    # Pagefind gets the pages in path order from memory, not in the order a folder walk returns
+    # them, which differs between file systems (tmpfs lists newest first, ext4 by hash).
+    import tempfile
+
+    from tests.conftest import CORPUS
+
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no tmpfs at /dev/shm")
+    with tempfile.TemporaryDirectory(dir=shm) as tmp:
+        other = Path(tmp) / "site"
+        build(CORPUS, other)
+        first = {p.relative_to(corpus_site): p.read_bytes() for p in corpus_site.rglob("*") if p.is_file()}
+        second = {p.relative_to(other): p.read_bytes() for p in other.rglob("*") if p.is_file()}
+    assert first.keys() == second.keys()
+    assert [k for k in first if first[k] != second[k]] == []

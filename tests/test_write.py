@@ -24,8 +24,10 @@ def _snapshot(site: Path) -> dict[str, bytes]:
 
 
 def _pagefind_processes() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-    return [line for line in out.splitlines() if "pagefind" in line and "ps -eo" not in line]
+    """Pagefind processes still running; a zombie (state Z) has died and only awaits its reaper."""
+    out = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True, check=True).stdout
+    rows = [line.split(None, 2) for line in out.splitlines()[1:]]
+    return [" ".join(r) for r in rows if len(r) == 3 and "pagefind" in r[2] and not r[1].startswith("Z")]
 
 
 def test_leftovers_of_a_killed_build_are_removed_by_the_next(corpus: Path, tmp_path: Path) -> None:
