@@ -13,7 +13,7 @@ _CONTROL_ESCAPES = set("ntrfv")
 MAX_BOUNDED_REPEAT = 1000
 # Nested bounded repeats multiply: (?:(?:a{0,100}){0,100}){0,100} is a million-fold repeat that the
 # multi-pattern engines refuse to compile and a backtracking engine cannot finish.
-MAX_REPEAT_PRODUCT = 10_000
+MAX_REPEAT_PRODUCT = 1000  # RE2 refuses more, whatever the nesting
 # A bounded repeat this long backtracks like an unbounded one when a neighbour can take the same text.
 LONG_REPEAT = 16
 UNBOUNDED = sre_constants.MAXREPEAT
@@ -278,6 +278,22 @@ def regex_problem(source: str) -> str | None:
         return problem
     if compiled.search("") is not None:
         return "matches an empty line, so it would match every line of a log"
+    return _re2_problem(source)
+
+
+def _re2_problem(source: str) -> str | None:
+    """Compile with RE2 where it is installed: the linear-time engine must accept every signature."""
+    try:
+        import re2  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    options = re2.Options()
+    options.log_errors = False  # the problem is reported here, not on stderr
+    try:
+        re2.compile(source, options)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        return f"RE2 cannot compile it: {detail}"
     return None
 
 
