@@ -122,13 +122,16 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Diagnose logs against the signature index."""
     from generator.diagnose.run import diagnose
-    from generator.diagnose.text import render_text, visible
+    from generator.diagnose.text import render_markdown, render_text, visible
 
     report, problems = diagnose(args.paths, Path(args.index) if args.index else None, args.engine)
     for problem in problems:
         print(f"error: {visible(problem)}", file=sys.stderr)
     if report.inputs:
-        print(report.model_dump_json(indent=2) if args.json else render_text(report))
+        if args.json:
+            print(report.model_dump_json(indent=2))
+        else:
+            print(render_markdown(report) if args.markdown else render_text(report), end="" if args.markdown else "\n")
     if args.redact:
         from generator.diagnose.redact import write_excerpt
 
@@ -231,7 +234,9 @@ def parser() -> argparse.ArgumentParser:
         "found, 2 bad usage, an unreadable input or index, or a matcher that is not installed.",
     )
     d.add_argument("paths", nargs="+", metavar="LOG", help="files, folders, globs, .gz files, or - for standard input")
-    d.add_argument("--json", action="store_true", help="print the versioned JSON report")
+    shape = d.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help="print the versioned JSON report")
+    shape.add_argument("--markdown", action="store_true", help="print the report as Markdown, for an issue thread")
     d.add_argument("--index", help="signatures.jsonl to use (default: the copy shipped with the tool)")
     d.add_argument("--engine", default="auto", help="candidate matcher: auto, hyperscan, re2 or literal")
     d.add_argument(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,8 +162,13 @@ def _environment(templates: Path) -> jinja2.Environment:
     )
     env.filters["md"] = lambda text: Markup(render_markdown(text)) if text else Markup("")
     env.filters["mdi"] = lambda text: Markup(render_inline(text)) if text else Markup("")
+    # A metric is either a bare name (`grad_norm`), set as code, or a phrase with its own Markdown.
+    env.filters["metric"] = lambda text: Markup(render_inline(f"`{text}`" if METRIC_NAME.match(text) else text))
     env.filters["visible"] = show_controls
     return env
+
+
+METRIC_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 
 
 def source_link(source: str) -> tuple[str, str | None]:

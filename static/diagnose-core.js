@@ -885,3 +885,79 @@ export async function scanFile(scanner, file, name, onProgress = () => {}) {
   scanner.inputs.push(name);
   if (rank !== null) scanner.logRanks.set(name, rank);
 }
+
+// The report as Markdown for an issue thread; generator/diagnose/text.py render_markdown writes the same.
+const MD_LABELS = { initiating: "initiating", independent: "also found", wrapper: "wrapper", collateral: "collateral", note: "note" };
+
+function mdWhere(e) {
+  const parts = [`${e.file}:${e.line}`];
+  if (e.rank !== null) parts.push(`rank ${e.rank}`);
+  if (e.host) parts.push(e.host);
+  if (e.time) parts.push(e.time);
+  return parts.join(", ");
+}
+
+function mdSpan(ranks) {
+  return ranks.length <= 8 ? ranks.join(", ") : `${ranks[0]}–${ranks[ranks.length - 1]} (${ranks.length} ranks)`;
+}
+
+function mdAt(report) {
+  const rank = report.initiating_rank !== null ? `rank ${report.initiating_rank}` : "";
+  return [rank, report.initiating_host || ""].filter((x) => x).join(", ");
+}
+
+function mdCell(text) {
+  return text.replaceAll("\\", "\\\\").replaceAll("|", "\\|").replaceAll("\n", " ");
+}
+
+function mdFence(lines) {
+  const longest = Math.max(0, ...lines.flatMap((line) => (line.match(/`+/g) || []).map((run) => run.length)));
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return [`${fence}text`, ...lines, fence];
+}
+
+// Control characters shown as symbols, as the terminal report does (text.py `visible`).
+function mdVisible(text) {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => {
+    const code = c.charCodeAt(0);
+    if (code < 0x20) return String.fromCharCode(0x2400 + code);
+    return code === 0x7f ? "\u2421" : `<${code.toString(16).toUpperCase().padStart(2, "0")}>`;
+  });
+}
+
+export function reportMarkdown(report) {
+  const out = [`**Trainwreck diagnosis** of ${report.inputs.length} log(s), ${report.lines.toLocaleString("en")} lines`, ""];
+  const at = mdAt(report);
+  if (report.initiating !== null) {
+    out.push(`**Most likely cause${at ? ` on ${at}` : ""}: [${report.initiating.title}](${report.initiating.url})**`);
+  } else if (report.findings.length && report.findings.every((f) => f.role === "note")) {
+    out.push("No known failure found; the lines below are usually harmless or only leads.");
+  } else if (at) {
+    out.push(`**Failed first at ${at}**; the error that started it is not in the logs.`);
+  } else if (report.findings.length) {
+    out.push("No initiating failure found; what the logs show is below.");
+  } else {
+    out.push("No known failure found.");
+  }
+  if (report.findings.length) {
+    out.push("", "| # | Role | Failure | Ranks | First at |", "|---|---|---|---|---|");
+    report.findings.forEach((f, i) => {
+      const ranks = f.ranks.length ? mdSpan(f.ranks) : "unknown";
+      out.push(`| ${i + 1} | ${MD_LABELS[f.role]} | [${mdCell(f.title)}](${f.url}) | ${ranks} | ${mdCell(mdWhere(f.first))} |`);
+    });
+  }
+  report.findings.forEach((f, i) => {
+    const actedOn = f.role === "initiating" || f.role === "independent";
+    if (!actedOn && i > 0) return;
+    out.push("", `**${i + 1}. ${mdCell(f.title)}**`, "");
+    out.push(...mdFence(f.evidence.slice(0, 3).map((e) => `${mdWhere(e)}: ${e.text}`)));
+    if (actedOn) out.push("", `- **Fix:** ${f.fix}`, `- **Verify:** ${f.verify}`);
+  });
+  for (const u of report.unknown) {
+    const pkg = u.package ? ` raised in ${u.package}` : "";
+    out.push("", `**Not covered yet:** \`${u.exception}\`${pkg}, at ${mdWhere(u.evidence)}`, "");
+    out.push(...mdFence([u.message ? `${u.exception}: ${u.message}` : u.exception, ...u.frames.map((f) => `  in ${f}`)]));
+  }
+  if (report.missing.length) out.push("", "**What would settle it:**", ...report.missing.map((fact) => `- ${fact}`));
+  return `${mdVisible(out.join("\n"))}\n`;
+}

@@ -1,5 +1,7 @@
 // The /diagnose/ page: hands pasted text or chosen files to a worker and renders its report.
 // Log text is only ever inserted with textContent, never as HTML.
+import { reportMarkdown } from "./diagnose-core.js";
+
 const app = document.getElementById("diagnose-app");
 const status = document.getElementById("diagnose-status");
 const progress = document.getElementById("diagnose-progress");
@@ -96,8 +98,36 @@ function render(report, problems) {
     report.missing.forEach((m) => list.append(el("li", m)));
     result.append(list);
   }
+  result.append(copyMarkdown(report));
   json.textContent = JSON.stringify({ report, problems });
   result.hidden = false;
+}
+
+// "Copy as Markdown": the report as `trainwreck diagnose --markdown` prints it, for an issue thread.
+function copyMarkdown(report) {
+  const box = el("div", null, "copy-report");
+  const button = el("button", "Copy as Markdown");
+  button.type = "button";
+  const note = el("span", "", "copy-note");
+  note.setAttribute("role", "status");
+  button.addEventListener("click", () => {
+    const text = reportMarkdown(report);
+    navigator.clipboard.writeText(text).then(
+      () => { note.textContent = "Copied: paste it into the issue."; },
+      () => {
+        // No clipboard access: show the text selected, ready for Ctrl+C.
+        const area = el("textarea", text, "markdown-report");
+        area.readOnly = true;
+        area.rows = 12;
+        area.setAttribute("aria-label", "The report as Markdown");
+        box.append(area);
+        area.select();
+        note.textContent = "Press Ctrl+C to copy.";
+      },
+    );
+  });
+  box.append(button, " ", note);
+  return box;
 }
 
 function run(message) {

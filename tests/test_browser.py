@@ -261,3 +261,33 @@ def test_axe_on_a_rendered_diagnosis(browser, real_url: str) -> None:
     assert _axe(page) == []
     assert errors == []
     ctx.close()
+
+
+def test_copy_as_markdown_puts_the_cli_markdown_on_the_clipboard(browser, real_url: str) -> None:
+    import subprocess
+    import sys
+
+    case = next(c for c in VECTOR_CASES if c.name == "xid-initiates-watchdog")
+    logs = [str(p) for p in vector_logs(case)]
+    cli = subprocess.run(
+        [sys.executable, "-m", "generator", "diagnose", "--markdown", *logs],
+        capture_output=True,
+        timeout=120,
+        text=True,
+    )
+    ctx, page, errors = _page(browser)
+    ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=real_url.rstrip("/"))
+    page.goto(real_url + "diagnose/")
+    page.set_input_files("#log-files", logs)
+    expect(page.locator("#diagnosis-result")).to_be_visible(timeout=20000)
+    page.get_by_role("button", name="Copy as Markdown").click()
+    expect(page.locator(".copy-note")).to_have_text("Copied: paste it into the issue.")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    # The page knows files by name, the CLI by the path it was given.
+    cli_text = cli.stdout
+    for path in logs:
+        cli_text = cli_text.replace(path, Path(path).name)
+    assert copied == cli_text
+    assert copied.startswith(f"**Trainwreck diagnosis** of {len(logs)} log(s)")
+    assert errors == []
+    ctx.close()

@@ -112,7 +112,7 @@ def node_static(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _node_reports(static: Path, jobs: list[list[str]], tmp_path: Path) -> list[dict[str, Any]]:
+def _node_reports(static: Path, jobs: list[list[str]], tmp_path: Path, markdown: bool = False) -> list[dict[str, Any]]:
     batch = tmp_path / "jobs.json"
     batch.write_text(json.dumps(jobs), encoding="utf-8")
     index = ROOT / "generator" / "data" / "signatures.jsonl"
@@ -121,7 +121,7 @@ def _node_reports(static: Path, jobs: list[list[str]], tmp_path: Path) -> list[d
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "TRAINWRECK_STATIC": str(static)},
+        env={**os.environ, "TRAINWRECK_STATIC": str(static), **({"TRAINWRECK_MARKDOWN": "1"} if markdown else {})},
     )
     assert result.returncode == 0, result.stderr
     return list(json.loads(result.stdout))
@@ -202,5 +202,19 @@ def test_every_matcher_gives_the_default_report_on_every_case(engine: Engine, ma
     cases = CASES if matcher == "re2" else CASES[::3]
     differ = [
         c.name for c in cases if engine.diagnose([str(p) for p in c.logs]) != other.diagnose([str(p) for p in c.logs])
+    ]
+    assert differ == []
+
+
+def test_both_engines_write_the_same_markdown_report(engine: Engine, node_static: Path, tmp_path: Path) -> None:
+    # What "Copy as Markdown" puts on the clipboard is what `diagnose --markdown` prints.
+    from generator.diagnose.text import render_markdown
+
+    jobs = [[str(p) for p in c.logs] for c in CASES]
+    browser = _node_reports(node_static, jobs, tmp_path, markdown=True)
+    differ = [
+        logs
+        for logs, theirs in zip(jobs, browser, strict=True)
+        if render_markdown(engine.diagnose(logs)[0]) != theirs["markdown"]
     ]
     assert differ == []

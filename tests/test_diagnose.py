@@ -591,3 +591,18 @@ def test_control_characters_in_a_log_are_shown_never_sent_to_the_terminal(tmp_pa
     out = _cli([str(log)]).stdout.decode()
     assert not any(ord(c) < 32 and c != "\n" for c in out)
     assert "encountered \u241bc \u241b(0 \u2407\u2408!" in out
+
+
+def test_markdown_report_for_an_issue_thread() -> None:
+    case = next(c for c in CASES if c.name == "xid-initiates-watchdog")
+    result = _cli(["--markdown", *map(str, logs(case))])
+    out = result.stdout.decode()
+    assert result.returncode == 1
+    lines = out.splitlines()
+    assert lines[0] == f"**Trainwreck diagnosis** of {len(logs(case))} log(s), 11 lines"
+    assert lines[2].startswith("**Most likely cause on node07: [Xid 13: ")
+    assert "| # | Role | Failure | Ranks | First at |" in lines
+    assert any(line.startswith("| 1 | initiating | [Xid 13: ") for line in lines)
+    assert "- **Fix:** " in out and "```text" in out
+    both = _cli(["--markdown", "--json", *map(str, logs(case))])
+    assert both.returncode == 2 and b"not allowed with argument" in both.stderr

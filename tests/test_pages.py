@@ -201,3 +201,17 @@ def test_summary_markdown_renders_on_the_page_and_is_plain_in_metadata(corpus: P
     assert doc.select_one("p.summary code").get_text() == "loss"
     assert doc.find("meta", attrs={"name": "description"})["content"] == "The loss becomes NaN and stays there."
     assert "The loss becomes NaN" in (out / "feed.xml").read_text(encoding="utf-8")
+
+
+def test_a_fingerprint_metric_phrase_renders_its_markdown(corpus: Path, tmp_path: Path) -> None:
+    path = corpus / "entries" / "demo" / "demo-nan.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "  - metric: loss\n" in text
+    path.write_text(
+        text.replace("  - metric: loss\n", '  - metric: "the `loss` field of the step line"\n'), encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    build(corpus, out, search=False)
+    dt = soup(out, "failures/demo-nan/index.html").select_one("dl.fingerprint dt")
+    assert dt.get_text() == "the loss field of the step line"
+    assert dt.select_one("code").get_text() == "loss"

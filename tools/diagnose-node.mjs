@@ -1,6 +1,7 @@
 // Runs the browser's diagnosis engine under Node, for the test suite's parity checks.
 //   node diagnose-node.mjs INDEX LOG…        one report: {"report": …, "problems": […]}
 //   node diagnose-node.mjs INDEX --batch F   F is a JSON list of log lists; prints a list of those
+//   TRAINWRECK_MARKDOWN=1 adds each report as Markdown ("markdown"), as the page's Copy button writes it
 // The engine is imported from the folder in TRAINWRECK_STATIC (a built site's static/, which holds
 // the generated diagnose-rules.js beside diagnose-core.js).
 import { openAsBlob } from "node:fs";
@@ -22,7 +23,8 @@ async function run(logs) {
       scanner.file = null;
     }
   }
-  return { report: core.buildReport(scanner), problems };
+  const report = core.buildReport(scanner);
+  return process.env.TRAINWRECK_MARKDOWN ? { report, problems, markdown: core.reportMarkdown(report) } : { report, problems };
 }
 
 if (rest[0] === "--batch") {

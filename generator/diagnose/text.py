@@ -114,3 +114,52 @@ def _picture(char: str) -> str:
 def visible(text: str) -> str:
     """Text with its control characters shown as symbols (ESC as U+241B) rather than sent to the terminal."""
     return _CONTROL.sub(lambda m: _picture(m.group()), text)
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _fence(lines: list[str]) -> list[str]:
+    """A code block whose fence is longer than any run of backticks inside it."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}text", *lines, fence]
+
+
+def render_markdown(report: Diagnosis) -> str:
+    """Render the report as Markdown for an issue thread; static/diagnose-core.js writes the same."""
+    out = [f"**Trainwreck diagnosis** of {len(report.inputs)} log(s), {report.lines:,} lines", ""]
+    if report.initiating is not None:
+        on = f" on {_at(report)}" if _at(report) else ""
+        out.append(f"**Most likely cause{on}: [{report.initiating.title}]({report.initiating.url})**")
+    elif report.findings and all(f.role == "note" for f in report.findings):
+        out.append("No known failure found; the lines below are usually harmless or only leads.")
+    elif _at(report):
+        out.append(f"**Failed first at {_at(report)}**; the error that started it is not in the logs.")
+    elif report.findings:
+        out.append("No initiating failure found; what the logs show is below.")
+    else:
+        out.append("No known failure found.")
+    if report.findings:
+        out += ["", "| # | Role | Failure | Ranks | First at |", "|---|---|---|---|---|"]
+        for number, f in enumerate(report.findings, start=1):
+            ranks = _span(f.ranks) if f.ranks else "unknown"
+            title = f"[{_cell(f.title)}]({f.url})"
+            out.append(f"| {number} | {LABELS[f.role].lower()} | {title} | {ranks} | {_cell(_where(f.first))} |")
+    for number, f in enumerate(report.findings, start=1):
+        acted_on = f.role in ("initiating", "independent")
+        if not acted_on and number > 1:
+            continue  # collateral and notes are in the table; the first finding always shows its lines
+        out += ["", f"**{number}. {_cell(f.title)}**", ""]
+        out += _fence([f"{_where(e)}: {e.text}" for e in f.evidence[:3]])
+        if acted_on:
+            out += ["", f"- **Fix:** {f.fix}", f"- **Verify:** {f.verify}"]
+    for u in report.unknown:
+        package = f" raised in {u.package}" if u.package else ""
+        out += ["", f"**Not covered yet:** `{u.exception}`{package}, at {_where(u.evidence)}", ""]
+        out += _fence([f"{u.exception}: {u.message}" if u.message else u.exception, *(f"  in {f}" for f in u.frames)])
+    if report.missing:
+        out += ["", "**What would settle it:**", *(f"- {fact}" for fact in report.missing)]
+    return visible("\n".join(out)) + "\n"
