@@ -12,7 +12,7 @@ from generator.index import build_signature_index
 from generator.link import Catalog, link_catalog
 from generator.load import load_sources
 from generator.markup import pygments_css
-from generator.render import render_pages
+from generator.render import example_files, render_pages
 from generator.search import index_site
 from generator.validate import validate_sources
 from generator.write import copy_static, staging, write_files
@@ -51,6 +51,7 @@ def build(root: Path, out_dir: Path, *, strict: bool = False, search: bool = Tru
         **pages,
         **build_signature_index(catalog),
         **build_crawl_files(catalog, list(pages)),
+        **example_files(catalog),
     }
 
     # Write into a staging folder; Pagefind indexes the finished pages last.

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from pygments.lexers import get_all_lexers
 
 from generator.diagnose import rules
 from generator.errors import ContentError, Problem
-from generator.load import Document
+from generator.load import Document, Example
 from generator.patterns import compile_signature, regex_problem
-from generator.schema import Entry, Hub, HubRef, SiteConfig, TagInfo
+from generator.schema import DiagnoseExample, Entry, Hub, HubRef, SiteConfig, TagInfo
 from generator.validate import Validated, did_you_mean
 
 RELATED_LIMIT = 6
@@ -37,6 +37,7 @@ class Catalog:
     related: dict[str, list[str]]
     backlinks: dict[str, list[str]]
     warnings: list[Problem]
+    examples: list[tuple[DiagnoseExample, Example]] = field(default_factory=list)  # for the diagnosis page
 
 
 def _stem(doc: Document) -> str:
@@ -331,4 +332,5 @@ def link_catalog(validated: Validated) -> Catalog:
         related={eid: _rank_related(e, entries, by_category) for eid, e in entries.items()},
         backlinks=dict(sorted(backlinks.items())),
         warnings=_warnings(validated, by_tag, hub_rows),
+        examples=[(x, validated.examples[x.case]) for x in validated.site.examples],
     )

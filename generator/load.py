@@ -149,6 +149,14 @@ def load_yaml(path: Path, display: str) -> tuple[Document, list[Problem]]:
     return doc, walker.problems
 
 
+@dataclass(frozen=True)
+class Example:
+    """A corpus case read for the diagnosis page: its thread and its log files."""
+
+    source: str
+    files: dict[str, bytes]
+
+
 @dataclass
 class Sources:
     """Every content file of a project, parsed but not yet validated."""
@@ -159,6 +167,7 @@ class Sources:
     entries: list[Document]
     hubs: list[Document]
     problems: list[Problem]
+    examples: dict[str, Example] = field(default_factory=dict)  # by case folder
 
 
 def load_sources(root: Path) -> Sources:
@@ -184,7 +193,33 @@ def load_sources(root: Path) -> Sources:
     if not entries and not any(p.path.startswith("entries") for p in problems):
         # Building nothing would replace a real site with an empty one.
         problems.append(Problem("entries/", 0, 0, "", "no entries found (expected entries/<system>/<id>.yaml)"))
-    return Sources(root, site, tags, entries, hubs, problems)
+    examples = _examples(root, site, problems)
+    return Sources(root, site, tags, entries, hubs, problems, examples)
+
+
+def _examples(root: Path, site: Document, problems: list[Problem]) -> dict[str, Example]:
+    """Read the corpus cases site.yaml offers on the diagnosis page; name the ones that cannot be used."""
+    items = site.data.get("examples") if isinstance(site.data, dict) else None
+    found: dict[str, Example] = {}
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        case = item.get("case") if isinstance(item, dict) else None
+        if not isinstance(case, str):
+            continue  # the schema reports it
+        folder = root / case
+        where = ("examples", i, "case")
+        if not folder.resolve().is_relative_to(root.resolve()):
+            problems.append(site.problem(where, "the case folder is outside the project"))
+            continue
+        meta, meta_problems = load_yaml(folder / "case.yaml", f"{case}/case.yaml")
+        if not folder.is_dir() or meta_problems or not isinstance(meta.data, dict):
+            problems.append(site.problem(where, f"{case}: not a corpus case folder (no readable case.yaml)"))
+            continue
+        logs = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file() and p.name != "case.yaml"}
+        if not logs or sum(map(len, logs.values())) > MAX_FILE_BYTES:
+            problems.append(site.problem(where, f"{case}: an example needs log files, 1 MiB in all at most"))
+            continue
+        found[case] = Example(str(meta.data.get("source", "")), logs)
+    return found
 
 
 def _content_files(root: Path, folder: str, recursive: bool, problems: list[Problem]) -> list[Path]:

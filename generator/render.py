@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -487,7 +487,11 @@ class Renderer:
             "Paste a training or inference log and match it against every known failure, in your browser.",
             [("Diagnose a log", "diagnose/")],
         )
-        return "diagnose/index.html", self._render("diagnose.html", _Simple(page))
+        examples = [
+            _TryExample(x.label, ex.source, [f"{EXAMPLES}/{PurePosixPath(x.case).name}/{n}" for n in ex.files])
+            for x, ex in self.catalog.examples
+        ]
+        return "diagnose/index.html", self._render("diagnose.html", _Diagnose(page, examples))
 
     def render_404(self) -> tuple[str, str]:
         """Render /404.html."""
@@ -498,6 +502,33 @@ class Renderer:
 @dataclass(frozen=True)
 class _Simple:
     page: Page
+
+
+@dataclass(frozen=True)
+class _TryExample:
+    """A "Try an example" button: its label, the thread the logs come from, the files it loads."""
+
+    label: str
+    source: str
+    files: list[str]  # site-relative paths
+
+
+@dataclass(frozen=True)
+class _Diagnose:
+    page: Page
+    examples: list[_TryExample]
+
+
+EXAMPLES = "diagnose/examples"
+
+
+def example_files(catalog: Catalog) -> dict[str, bytes]:
+    """The log files the diagnosis page's examples load, at the paths its buttons name."""
+    return {
+        f"{EXAMPLES}/{PurePosixPath(x.case).name}/{name}": data
+        for x, example in catalog.examples
+        for name, data in example.files.items()
+    }
 
 
 def render_pages(catalog: Catalog, templates: Path) -> dict[str, str]:

@@ -432,6 +432,16 @@ class Tags(BaseModel):
     tags: dict[Id, TagInfo] = Field(description="Tag id to its title and description.")
 
 
+class DiagnoseExample(Model):
+    """A real log excerpt the diagnosis page offers to try, from the test corpus."""
+
+    case: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)] = Field(
+        description="Folder of a corpus case, from the project root: its case.yaml gives the thread the "
+        "logs come from, and every other file in it is a log."
+    )
+    label: Line = Field(description="What the button says: the failure and its shape, in a few words.")
+
+
 class SiteConfig(Model):
     """Site settings, site.yaml."""
 
@@ -442,6 +452,9 @@ class SiteConfig(Model):
     edit_branch: Line = Field(default="main", description="Branch the edit links open.")
     language: Line = Field(default="en", description="Language of the pages.")
     author: Line = Field(description="Name used in the feed and in JSON-LD.")
+    examples: list[DiagnoseExample] = Field(
+        default_factory=list, max_length=8, description="Real logs the diagnosis page offers to try."
+    )
 
     def path(self, relative: str = "") -> str:
         """Return the site-absolute path of a page, e.g. '/failures/x/'."""

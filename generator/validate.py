@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from generator.codecheck import blocks
 from generator.codecheck import problems as block_problems
 from generator.errors import Problem
-from generator.load import Document, Path_, Sources
+from generator.load import Document, Example, Path_, Sources
 from generator.schema import Entry, Hub, SiteConfig, Tags
 from generator.taxonomy import CATEGORIES, SYSTEMS
 
@@ -176,6 +176,7 @@ class Validated(typing.NamedTuple):
     entry_ids: frozenset[str]
     hub_ids: frozenset[str]
     tags_doc: Document
+    examples: dict[str, Example]
 
 
 def validate_sources(sources: Sources) -> Validated:
@@ -199,7 +200,8 @@ def validate_sources(sources: Sources) -> Validated:
             problems.extend(doc.problem(block.where, message) for message in block_problems(block, shell_syntax=False))
     # Ids of files that failed validation still count, so one broken file does not cascade
     # into "no entry has id" errors in every file that links to it.
-    return Validated(site, tags, entries, hubs, problems, _ids(sources.entries), _ids(sources.hubs), sources.tags)
+    ids = (_ids(sources.entries), _ids(sources.hubs))
+    return Validated(site, tags, entries, hubs, problems, *ids, sources.tags, sources.examples)
 
 
 def _ids(docs: list[Document]) -> frozenset[str]:

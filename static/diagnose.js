@@ -162,6 +162,23 @@ document.getElementById("log-files").addEventListener("change", (event) => {
   const files = [...event.target.files];
   if (files.length) run({ files });
 });
+// "Try a real log": fetch an example's files from this site and scan them like chosen files.
+document.querySelectorAll("button.try").forEach((button) => {
+  button.addEventListener("click", async () => {
+    const urls = button.dataset.files.split(" ");
+    status.textContent = "Loading the example…";
+    try {
+      const files = await Promise.all(urls.map(async (url) => {
+        const response = await fetch(url);
+        if (!response.ok) throw new Error(`${url}: ${response.status}`);
+        return new File([await response.blob()], url.split("/").pop());
+      }));
+      run({ files });
+    } catch (error) {
+      status.textContent = `Error: could not load the example (${error.message})`;
+    }
+  });
+});
 const zone = document.getElementById("drop-zone");
 zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
 zone.addEventListener("dragleave", () => zone.classList.remove("over"));

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -289,5 +290,34 @@ def test_copy_as_markdown_puts_the_cli_markdown_on_the_clipboard(browser, real_u
         cli_text = cli_text.replace(path, Path(path).name)
     assert copied == cli_text
     assert copied.startswith(f"**Trainwreck diagnosis** of {len(logs)} log(s)")
+    assert errors == []
+    ctx.close()
+
+
+def test_try_a_real_log_loads_a_corpus_excerpt_and_diagnoses_it_like_the_cli(browser, real_url: str) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    site = yaml.safe_load((ROOT / "site.yaml").read_text(encoding="utf-8"))
+    assert len(site["examples"]) >= 3
+    ctx, page, errors = _page(browser)
+    page.goto(real_url + "diagnose/")
+    buttons = page.locator("button.try")
+    assert buttons.count() == len(site["examples"])
+    for i, example in enumerate(site["examples"]):
+        case = ROOT / example["case"]
+        logs = sorted(p for p in case.iterdir() if p.name != "case.yaml")
+        cli = subprocess.run(
+            [sys.executable, "-m", "generator", "diagnose", "--json", *map(str, logs)], capture_output=True, timeout=120
+        )
+        buttons.nth(i).click()
+        expect(page.locator("#diagnose-status")).to_have_text(re.compile("^Done: "), timeout=20000)
+        data = json.loads(page.locator("#diagnosis-json").text_content())
+        assert project(data["report"], data["problems"]) == project(json.loads(cli.stdout), []), example["case"]
+        # The case's settled answer is what the page reports first.
+        expected = yaml.safe_load((case / "case.yaml").read_text(encoding="utf-8"))["expected"]
+        assert data["report"]["findings"][0]["entry"] in expected
     assert errors == []
     ctx.close()

@@ -95,3 +95,16 @@ def test_an_empty_entries_folder_is_a_problem(tmp_path: Path) -> None:
     assert [str(p) for p in load_sources(root).problems] == [
         "entries/: no entries found (expected entries/<system>/<id>.yaml)"
     ]
+
+
+def test_a_diagnosis_example_that_is_not_a_corpus_case_is_named(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    site = root / "site.yaml"
+    site.write_text(
+        site.read_text()
+        + "examples:\n  - case: tests/no-such-case\n    label: Nothing\n  - case: ../..\n    label: Out\n"
+    )
+    assert [str(p) for p in load_sources(root).problems] == [
+        "site.yaml:7:5: examples[0].case: tests/no-such-case: not a corpus case folder (no readable case.yaml)",
+        "site.yaml:9:5: examples[1].case: the case folder is outside the project",
+    ]
