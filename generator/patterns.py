@@ -159,8 +159,31 @@ def _repeat_chars(op: int, arg: Any) -> frozenset[int] | None:
     return None
 
 
+def _edge_repeats(items: Any, last: bool) -> frozenset[int]:
+    """Characters a long repeat at the start (or end) of these items can take, looking into groups.
+
+    Optional items and anchors in front of it (or after it) do not shield it: `[^,]+(?:x?[^,]+)` lets
+    the two repeats share a run as surely as `[^,]+[^,]+` does.
+    """
+    out: frozenset[int] = frozenset()
+    for op, arg in reversed(list(items)) if last else items:
+        chars = _repeat_chars(op, arg)
+        if chars is not None:
+            return out | chars
+        if op == sre_constants.SUBPATTERN:
+            out |= _edge_repeats(arg[3], last)
+        elif op == sre_constants.BRANCH:
+            out = out.union(*(_edge_repeats(b, last) for b in arg[1]))
+        elif op in _REPEATS:
+            out |= _edge_repeats(arg[2], last)  # a repeated group: its own edges
+        if not _optional(op, arg):
+            return out
+    return out
+
+
 def _sequence_problem(items: Any) -> str | None:
-    """Reject long repeats next to each other that can take the same characters (\\s*\\s*, \\d+\\w*)."""
+    """Reject long repeats next to each other that can take the same characters (\\s*\\s*, \\d+\\w*),
+    directly or across the edge of a group (`[^,]+(?:a|[^,]+)`)."""
     pending: frozenset[int] = frozenset()
     for op, arg in items:
         chars = _repeat_chars(op, arg)
@@ -168,6 +191,11 @@ def _sequence_problem(items: Any) -> str | None:
             if pending & chars:
                 return "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan"
             pending = chars if arg[0] > 0 else pending | chars
+        elif op in (sre_constants.SUBPATTERN, sre_constants.BRANCH, *_REPEATS):
+            if pending & _edge_repeats([(op, arg)], last=False):
+                return "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan"
+            tail = _edge_repeats([(op, arg)], last=True)
+            pending = (pending | tail) if _optional(op, arg) else tail
         elif op in _REPEATS and arg[0] == 0 or op == sre_constants.AT:
             continue  # an optional item or an anchor separates nothing
         else:

@@ -19,6 +19,8 @@ SAFE = [
     r"\d+ \d+",
     r"rank \d+\s*:",
     r"(?:\[[^\]]{1,80}\] )?User-specified",
+    r"x[^,]+(?:,|y)z",
+    r"(?:ab)?c",
 ]
 UNSAFE = {
     r"(a+)+b": "nested unbounded quantifiers (like (a+)+) can hang a scan",
@@ -45,6 +47,11 @@ UNSAFE = {
     r"key\s*:?\s*value": "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan",
     r"\d+\w*x": "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan",
     r"(?:(?:a{0,1000}){0,1000}){0,1000}b": "nested bounded repeats multiply to more than 1000 repetitions",
+    # Found by tests/test_fuzz.py: repeats that meet across the edge of a group backtrack as badly.
+    r" {0,3}(?:[ab]\w?|[^,]+(?:[ab]\w?|[^,]+(?:a+|a)))": "adjacent repeats that can match the same characters "
+    "(like \\s*\\s*) can hang a scan",
+    r"x[^,]+(?:[^,]+y){1,3}z": "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan",
+    r"x[^,]+(?:[^,]+y)?z": "adjacent repeats that can match the same characters (like \\s*\\s*) can hang a scan",
 }
 
 
