@@ -182,8 +182,7 @@ def _edge_repeats(items: Any, last: bool) -> frozenset[int]:
 
 
 def _sequence_problem(items: Any) -> str | None:
-    """Reject long repeats next to each other that can take the same characters (\\s*\\s*, \\d+\\w*),
-    directly or across the edge of a group (`[^,]+(?:a|[^,]+)`)."""
+    """Reject long repeats that meet, directly or across a group's edge, over the same characters."""
     pending: frozenset[int] = frozenset()
     for op, arg in items:
         chars = _repeat_chars(op, arg)
