@@ -889,7 +889,8 @@ export async function scanFile(scanner, file, name, onProgress = () => {}) {
 // The report as Markdown for an issue thread; generator/diagnose/text.py render_markdown writes the same.
 const MD_LABELS = { initiating: "initiating", independent: "also found", wrapper: "wrapper", collateral: "collateral", note: "note" };
 
-function mdWhere(e) {
+// Where a line was printed: "file:line, rank 3, node07, <time>" (text.py `_where`).
+export function where(e) {
   const parts = [`${e.file}:${e.line}`];
   if (e.rank !== null) parts.push(`rank ${e.rank}`);
   if (e.host) parts.push(e.host);
@@ -943,19 +944,19 @@ export function reportMarkdown(report) {
     out.push("", "| # | Role | Failure | Ranks | First at |", "|---|---|---|---|---|");
     report.findings.forEach((f, i) => {
       const ranks = f.ranks.length ? mdSpan(f.ranks) : "unknown";
-      out.push(`| ${i + 1} | ${MD_LABELS[f.role]} | [${mdCell(f.title)}](${f.url}) | ${ranks} | ${mdCell(mdWhere(f.first))} |`);
+      out.push(`| ${i + 1} | ${MD_LABELS[f.role]} | [${mdCell(f.title)}](${f.url}) | ${ranks} | ${mdCell(where(f.first))} |`);
     });
   }
   report.findings.forEach((f, i) => {
     const actedOn = f.role === "initiating" || f.role === "independent";
     if (!actedOn && i > 0) return;
     out.push("", `**${i + 1}. ${mdCell(f.title)}**`, "");
-    out.push(...mdFence(f.evidence.slice(0, 3).map((e) => `${mdWhere(e)}: ${e.text}`)));
+    out.push(...mdFence(f.evidence.slice(0, 3).map((e) => `${where(e)}: ${e.text}`)));
     if (actedOn) out.push("", `- **Fix:** ${f.fix}`, `- **Verify:** ${f.verify}`);
   });
   for (const u of report.unknown) {
     const pkg = u.package ? ` raised in ${u.package}` : "";
-    out.push("", `**Not covered yet:** \`${u.exception}\`${pkg}, at ${mdWhere(u.evidence)}`, "");
+    out.push("", `**Not covered yet:** \`${u.exception}\`${pkg}, at ${where(u.evidence)}`, "");
     out.push(...mdFence([u.message ? `${u.exception}: ${u.message}` : u.exception, ...u.frames.map((f) => `  in ${f}`)]));
   }
   if (report.missing.length) out.push("", "**What would settle it:**", ...report.missing.map((fact) => `- ${fact}`));

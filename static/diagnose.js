@@ -1,6 +1,6 @@
 // The /diagnose/ page: hands pasted text or chosen files to a worker and renders its report.
 // Log text is only ever inserted with textContent, never as HTML.
-import { reportMarkdown } from "./diagnose-core.js";
+import { reportMarkdown, where } from "./diagnose-core.js";
 
 const app = document.getElementById("diagnose-app");
 const status = document.getElementById("diagnose-status");
@@ -22,14 +22,6 @@ function withCode(tag, label, text, className) {
   const node = el(tag, label, className);
   text.split("`").forEach((part, i) => node.append(i % 2 ? el("code", part) : document.createTextNode(part)));
   return node;
-}
-
-function where(e) {
-  const parts = [`${e.file}:${e.line}`];
-  if (e.rank !== null) parts.push(`rank ${e.rank}`);
-  if (e.host) parts.push(e.host);
-  if (e.time) parts.push(e.time);
-  return parts.join(", ");
 }
 
 function renderFinding(f) {
