@@ -1,12 +1,15 @@
-"""Markdown and code highlighting: one configured markdown-it parser, Pygments with CSS classes."""
+"""Markdown, code highlighting and page outlines: one markdown-it parser, Pygments with CSS classes."""
 
 from __future__ import annotations
 
 import html
 import re
+from dataclasses import dataclass, field
 from functools import lru_cache
+from html.parser import HTMLParser
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
@@ -36,7 +39,19 @@ def _parser() -> MarkdownIt:
     # Raw HTML off: entries come from pull requests, and text must never become markup.
     md = MarkdownIt("commonmark", {"html": False, "highlight": _fence, "typographer": False})
     md.enable(["table", "strikethrough"])
+    md.add_render_rule("code_inline", _code_inline)
+    md.add_render_rule("text", _text)
     return md
+
+
+def _code_inline(self: object, tokens: list[Token], idx: int, options: object, env: object) -> str:
+    # Variable and module names are long single tokens; give them break points so a table column
+    # or a phone screen never has to split them mid-word.
+    return f"<code>{breakable(tokens[idx].content)}</code>"
+
+
+def _text(self: object, tokens: list[Token], idx: int, options: object, env: object) -> str:
+    return breakable(tokens[idx].content)
 
 
 def render_markdown(text: str) -> str:
@@ -57,12 +72,42 @@ def show_controls(text: str) -> str:
     return _CONTROLS.sub(lambda m: "\u2421" if m.group(0) == "\x7f" else chr(0x2400 + ord(m.group(0))), text)
 
 
+# Inside a long token, a run of these is where a reader expects it to wrap: `torch.distributed.`,
+# `csrc/distributed/`, `c10::`, `NCCL_IB_`, and a regex's `(?:a\.cu|b\.cpp)` alternatives. Short
+# tokens keep none, so ordinary prose ("e.g.", "3.5") wraps only at spaces.
+_TOKEN_JOINT = re.compile(r"(?<=\S)([./_:,=|]+)(?=[^\s./_:,=|])")
+_LONG_TOKEN = re.compile(r"\S{16,}")
+
+
+def breakable(text: str) -> str:
+    """Escape text for HTML, with a <wbr> break opportunity after each joint inside a long token."""
+    escaped = html.escape(show_controls(text), quote=False)
+    return _LONG_TOKEN.sub(lambda m: _TOKEN_JOINT.sub(r"\1<wbr>", m.group(0)), escaped)
+
+
+def unsplittable(text: str) -> str:
+    """Escape an error string for HTML so that it wraps only at its spaces and token joints.
+
+    A browser also breaks before brackets and after `?` or `}`, which splits a regex such as
+    `[0-9a-f]{4}` mid-token; each piece between joints is therefore held together.
+    """
+    out = []
+    for token in re.split(r"(\s+)", show_controls(text)):
+        if not token or token.isspace():
+            out.append(html.escape(token, quote=False))
+            continue
+        pieces = [p for p in _TOKEN_JOINT.sub("\\1\0", token).split("\0") if p]
+        out.append("<wbr>".join(f'<span class="nobr">{html.escape(p, quote=False)}</span>' for p in pieces))
+    return "".join(out)
+
+
 _TAG = re.compile(r"<[^>]+>")
 
 
 def plain_text(html_text: str) -> str:
     """Strip tags from rendered HTML and collapse whitespace, for meta descriptions and JSON-LD."""
-    return re.sub(r"\s+", " ", html.unescape(_TAG.sub(" ", html_text))).strip()
+    joined = html_text.replace("<wbr>", "")  # a break opportunity inside a word, not a space
+    return re.sub(r"\s+", " ", html.unescape(_TAG.sub(" ", joined))).strip()
 
 
 def plain_markdown(text: str) -> str:
@@ -76,3 +121,55 @@ def pygments_css() -> str:
     dark = HtmlFormatter(style="monokai").get_style_defs("[data-theme=dark] .code")
     auto = HtmlFormatter(style="monokai").get_style_defs(":root:not([data-theme=light]) .code")
     return f"{light}\n{dark}\n@media (prefers-color-scheme: dark) {{\n{auto}\n}}\n"
+
+
+@dataclass
+class Heading:
+    """A section heading of a rendered page, with the headings under it."""
+
+    id: str
+    text: str
+    children: list[Heading] = field(default_factory=list)
+
+
+class _Outliner(HTMLParser):
+    """Collect the h2 and h3 headings that carry an id, without their "¶" anchor links."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[int, str, str]] = []
+        self._open: tuple[int, str] | None = None
+        self._text: list[str] = []
+        self._in_anchor = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        names = dict(attrs)
+        if tag in ("h2", "h3") and names.get("id"):
+            self._open, self._text = (int(tag[1]), names["id"] or ""), []
+        elif tag == "a" and self._open and "anchor" in (names.get("class") or "").split():
+            self._in_anchor += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._in_anchor:
+            self._in_anchor -= 1
+        elif self._open and tag == f"h{self._open[0]}":
+            self.found.append((*self._open, " ".join("".join(self._text).split())))
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open and not self._in_anchor:
+            self._text.append(data)
+
+
+def outline(html_text: str) -> list[Heading]:
+    """Return the page's h2 sections, each with its h3 subsections, in document order."""
+    parser = _Outliner()
+    parser.feed(html_text)
+    parser.close()
+    tree: list[Heading] = []
+    for level, anchor, text in parser.found:
+        if level == 2 or not tree:
+            tree.append(Heading(anchor, text))
+        else:
+            tree[-1].children.append(Heading(anchor, text))
+    return tree

@@ -15,12 +15,15 @@ from markupsafe import Markup
 from generator.faq import expand_faq
 from generator.link import Catalog
 from generator.markup import (
+    breakable,
     highlight_code,
+    outline,
     plain_markdown,
     plain_text,
     render_inline,
     render_markdown,
     show_controls,
+    unsplittable,
 )
 from generator.schema import Entry, Hub, HubRef
 from generator.taxonomy import CATEGORIES, SYSTEMS
@@ -77,6 +80,7 @@ class EntryPageContext:
     systems: list[tuple[str, str, str | None]]
     tags: list[tuple[str, str]]
     hubs: list[tuple[str, str]]
+    siblings: list[tuple[str, str]]  # the category's entries by title, for the side navigation
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class HubPageContext:
     hub: Hub
     groups: list[HubGroupView]
     edit_url: str
+    hubs: list[tuple[str, str]]  # every hub by title, for the side navigation
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,9 @@ def _environment(templates: Path) -> jinja2.Environment:
     # A metric is either a bare name (`grad_norm`), set as code, or a phrase with its own Markdown.
     env.filters["metric"] = lambda text: Markup(render_inline(f"`{text}`" if METRIC_NAME.match(text) else text))
     env.filters["visible"] = show_controls
+    env.filters["outline"] = outline
+    env.filters["breakable"] = lambda text: Markup(breakable(text))
+    env.filters["unsplittable"] = lambda text: Markup(unsplittable(text))
     return env
 
 
@@ -309,6 +317,10 @@ class Renderer:
             systems=[(s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems],
             tags=[(t, self.catalog.tags[t].title) for t in entry.tags],
             hubs=[(h.hub, self.catalog.hubs[h.hub].title) for h in entry.hubs],
+            siblings=sorted(
+                ((i, self.catalog.entries[i].title) for i in self.catalog.by_category[entry.category]),
+                key=lambda item: item[1].lower(),
+            ),
         )
         return path + "index.html", self._render("entry.html", context)
 
@@ -355,7 +367,13 @@ class Renderer:
                 }
             ],
         )
-        context = HubPageContext(page, hub, groups, self._edit_url(self.catalog.hub_paths[hub.id]))
+        context = HubPageContext(
+            page,
+            hub,
+            groups,
+            self._edit_url(self.catalog.hub_paths[hub.id]),
+            sorted(((h.id, h.title) for h in self.catalog.hubs.values()), key=lambda item: item[1].lower()),
+        )
         return path + "index.html", self._render("hub.html", context)
 
     def _hub_row(self, entry_id: str, ref: HubRef) -> HubRow:

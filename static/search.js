@@ -93,7 +93,9 @@ async function run() {
 const pagefind = await import(`${app.dataset.bundle}pagefind.js`);
 await pagefind.options({ excerptLength: 24, baseUrl: app.dataset.base });
 await pagefind.init();
-app.hidden = false;
+// Filters start open on a wide screen, beside the results; on a phone they would push the results
+// down as they fill in, so there they start closed.
+if (window.matchMedia("(max-width: 48rem)").matches) app.querySelector(".filter-box").open = false;
 buildFilters(await pagefind.filters());
 form.addEventListener("submit", (event) => { event.preventDefault(); run(); });
 input.addEventListener("input", () => { run(); });

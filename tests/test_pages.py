@@ -151,7 +151,8 @@ def test_markdown_and_text_never_become_markup(corpus: Path, tmp_path: Path) -> 
     build(corpus, out, search=False)
     page = (out / "failures/demo-nan/index.html").read_text(encoding="utf-8")
     assert "<script>alert(1)</script>" not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # Long tokens carry <wbr> break opportunities, which are not text.
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.replace("<wbr>", "")
     assert 'href="javascript:' not in page
     assert "<img src=x" not in page
     assert "<strong>bold</strong>" in page
@@ -215,3 +216,29 @@ def test_a_fingerprint_metric_phrase_renders_its_markdown(corpus: Path, tmp_path
     dt = soup(out, "failures/demo-nan/index.html").select_one("dl.fingerprint dt")
     assert dt.get_text() == "the loss field of the step line"
     assert dt.select_one("code").get_text() == "loss"
+
+
+def test_the_outline_lists_sections_with_their_subsections_and_no_anchor_marks() -> None:
+    from generator.markup import outline
+
+    html = (
+        '<h2 id="fix">Fix <a class="anchor" href="#fix">¶</a></h2><h3 id="fix-code-1">PyTorch</h3>'
+        '<h3>No id</h3><h2 id="verify">Verify &amp; <code>check</code></h2><h4 id="deep">Too deep</h4>'
+    )
+    assert [(s.id, s.text, [(c.id, c.text) for c in s.children]) for s in outline(html)] == [
+        ("fix", "Fix", [("fix-code-1", "PyTorch")]),
+        ("verify", "Verify & check", []),
+    ]
+
+
+def test_long_tokens_get_break_points_at_their_joints_and_short_ones_none() -> None:
+    from generator.markup import breakable, plain_text, unsplittable
+
+    assert breakable("see torch.distributed.init_process_group, e.g. 3.5") == (
+        "see torch.<wbr>distributed.<wbr>init_<wbr>process_<wbr>group, e.g. 3.5"
+    )
+    assert breakable("a<b>&c") == "a&lt;b&gt;&amp;c"
+    assert plain_text("<p>torch.<wbr>distributed</p>") == "torch.distributed"
+    assert unsplittable(r"GPU [0-9a-f]{4}:[0-9a-f]{2}") == (
+        '<span class="nobr">GPU</span> <span class="nobr">[0-9a-f]{4}:</span><wbr><span class="nobr">[0-9a-f]{2}</span>'
+    )
