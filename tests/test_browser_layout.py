@@ -248,3 +248,22 @@ def test_fingerprint_metrics_show_code_not_backticks(browser, real_url: str) -> 
             checked += 1
     assert checked > 0
     ctx.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("device", ["phone", "desktop"])
+@pytest.mark.parametrize("path", ["failures/pg-nccl-watchdog-collective-timeout/", "hubs/nccl/", "search/?q=nccl"])
+def test_axe_finds_nothing_in_either_scheme_at_either_width(
+    browser, real_url: str, path: str, device: str, scheme: str
+) -> None:
+    from tests.test_browser import _axe
+
+    ctx = browser.new_context(bypass_csp=True, color_scheme=scheme, **(PHONE if device == "phone" else DESKTOP))
+    page = ctx.new_page()
+    page.goto(real_url + path)
+    if path.startswith("search/"):
+        page.wait_for_selector("#search-results li")
+    if device == "phone":
+        page.get_by_role("button", name="Menu").click()  # the open menu is checked too
+    assert _axe(page) == []
+    ctx.close()
