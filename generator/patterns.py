@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections import deque
+from dataclasses import dataclass
+from functools import lru_cache
 from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
@@ -29,7 +32,8 @@ _CATEGORIES = {
     sre_constants.CATEGORY_NOT_DIGIT: _ALL - _DIGIT,
     sre_constants.CATEGORY_WORD: _WORD,
     sre_constants.CATEGORY_NOT_WORD: _ALL - _WORD,
-    sre_constants.CATEGORY_SPACE: _SPACE,
+    # JavaScript's \s also takes non-ASCII spaces (U+00A0, U+FEFF, ...), so it may take the non-ASCII stand-in.
+    sre_constants.CATEGORY_SPACE: _SPACE | {128},
     sre_constants.CATEGORY_NOT_SPACE: _ALL - _SPACE,
 }
 
@@ -109,7 +113,8 @@ def _class_chars(items: Any) -> frozenset[int]:
             chars.update(range(min(arg[0], 128), min(arg[1], 128) + 1))
         elif op == sre_constants.CATEGORY:
             chars |= _CATEGORIES.get(arg, _ALL)
-    return _ALL - chars if negate else frozenset(chars)
+    # 128 stands for many characters: a negated class that names one non-ASCII character still takes others.
+    return (_ALL - chars) | (chars & {128}) if negate else frozenset(chars)
 
 
 def _first(items: Any) -> tuple[frozenset[int], bool]:
@@ -291,6 +296,621 @@ def _structural_problem(items: Any, product: int = 1) -> str | None:
     return None
 
 
+# Ambiguity: the test for backtracking blow-up. A backtracking engine tries every path of the pattern's
+# automaton before it gives up on a line, so it is slow exactly where the automaton is ambiguous around a
+# loop (Weber & Seidl's criteria, as Weideman et al. and Rexploiter apply them): a state with two different
+# loops on one word (EDA) costs exponential time, two loops joined by a path that reads those loops' word
+# too (IDA) polynomial time. The criteria are decided exactly, on an automaton that may take more paths
+# than the engines (bounds read as unbounded, non-ASCII characters as one), so a doubt is a rejection.
+_HAT, _DOLLAR, _BOUND, _NOT_BOUND = 1, 2, 4, 8  # the zero-width assertions a step passes on its way
+_MASK_ALL = (1 << 129) - 1
+_MASK_WORD = sum(1 << c for c in _WORD)
+# Pairs and triples of states the product automata may visit before a pattern counts as too large.
+MAX_ANALYSIS_STATES = 100_000
+_QUANTIFIER = re.compile(r"\{(\d+)(,(\d*))?\}")
+_PLAIN = re.compile(r"[^\\\[\](){}|*+?.^$]+")  # characters that stand for themselves
+_EXPONENTIAL = (
+    "`{0}` can match the same text in more than one way inside a repeat, so a backtracking engine "
+    "(Python re, the browser) takes exponential time on a near-miss line; make the repeated part "
+    "fixed-width or its alternatives disjoint"
+)
+_POLYNOMIAL = (
+    "`{0}` and `{1}` can share out one run of text in many ways, so a backtracking engine (Python re, "
+    "the browser) tries polynomially many splits on a near-miss line; make them match different "
+    "characters or put a character between them that the first cannot match"
+)
+_RESTART = (
+    "a search retries `{0}` from every character of a run it matches, so a backtracking engine (Python "
+    "re, the browser) takes quadratic time on a long near-miss line; bound it (like {{1,200}}), or start "
+    "the pattern with text `{0}` cannot match (or with \\b if it matches only word characters)"
+)
+_TOO_LARGE = (
+    f"is too large to check for backtracking (more than {MAX_ANALYSIS_STATES} states to explore); "
+    "split it into simpler signatures"
+)
+_UNMODELLED = "uses a construct the backtracking check cannot model"
+
+
+class _Unmodelled(Exception):
+    """The source uses something the analysis has no model for."""
+
+
+class _TooLarge(Exception):
+    """The product automata grow past MAX_ANALYSIS_STATES."""
+
+
+@dataclass(frozen=True)
+class _Chars:
+    mask: int  # bit c for character c, bit 128 for the non-ASCII ones
+
+
+@dataclass(frozen=True)
+class _Text:
+    masks: tuple[int, ...]  # a run of plain literal characters, one position each
+
+
+@dataclass(frozen=True)
+class _Assert:
+    bit: int
+
+
+@dataclass(frozen=True)
+class _Seq:
+    items: tuple[_Node, ...]
+
+
+@dataclass(frozen=True)
+class _Alt:
+    branches: tuple[_Node, ...]
+
+
+@dataclass(frozen=True)
+class _Repeat:
+    body: _Node
+    low: int
+    high: int | None  # None when unbounded
+    rid: int  # index of its text in _Parser.spans
+
+
+_Node = _Chars | _Text | _Assert | _Seq | _Alt | _Repeat
+
+
+@lru_cache(maxsize=1024)
+def _mask(text: str) -> int:
+    """The characters one atom (a literal, an escape, '.' or a class) matches, as a bit mask."""
+    chars, _ = _first(sre_parse.parse(text, re.ASCII))
+    return sum(1 << c for c in chars)
+
+
+class _Parser:
+    """Read the portable subset as written.
+
+    sre_parse folds (?:a|[ab]) into [ab] and (?:\\d|1) into [\\d1], which hides an ambiguity that the
+    browser's engine still backtracks over, so the structure comes from the source; each atom's
+    characters still come from sre_parse.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source, self.i, self.groups = source, 0, 0
+        self.spans: list[tuple[str, bool]] = []  # each repeat's text, and whether it is unbounded
+
+    def parse(self) -> _Node:
+        node = self._alternation()
+        if self.i != len(self.source):
+            raise _Unmodelled
+        return node
+
+    def _alternation(self) -> _Node:
+        branches = [self._sequence()]
+        while self.source[self.i : self.i + 1] == "|":
+            self.i += 1
+            branches.append(self._sequence())
+        return branches[0] if len(branches) == 1 else _Alt(tuple(branches))
+
+    def _sequence(self) -> _Node:
+        items: list[_Node] = []
+        s = self.source
+        while self.i < len(s) and s[self.i] not in "|)":
+            if run := _PLAIN.match(s, self.i):
+                end = run.end()
+                if s[end : end + 1] in ("*", "+", "?") or _QUANTIFIER.match(s, end):
+                    end -= 1  # the last character is the one the quantifier repeats
+                if end > self.i:
+                    items.append(_Text(tuple(1 << min(ord(c), 128) for c in s[self.i : end])))
+                    self.i = end
+                    continue
+            start = self.i
+            items.append(self._quantified(self._atom(), start))
+        return items[0] if len(items) == 1 else _Seq(tuple(items))
+
+    def _atom(self) -> _Node:
+        s, i = self.source, self.i
+        ch = s[i]
+        if ch == "(":
+            if s.startswith("(?:", i):
+                self.i += 3
+            elif s.startswith("(?", i):
+                raise _Unmodelled
+            else:
+                self.i += 1
+                self.groups += 1
+            inner = self._alternation()
+            if s[self.i : self.i + 1] != ")":
+                raise _Unmodelled
+            self.i += 1
+            return inner
+        if ch == "[":
+            j = i + 1 + (s[i + 1 : i + 2] == "^")  # the lexical rules keep a bare ']' out of the first place
+            while j < len(s) and s[j] != "]":
+                j += 2 if s[j] == "\\" else 1
+            if j >= len(s):
+                raise _Unmodelled
+            self.i = j + 1
+            return _Chars(_mask(s[i : j + 1]))
+        if ch == "\\":
+            self.i = i + 2
+            if s[i + 1 : i + 2] in ("b", "B"):
+                return _Assert(_BOUND if s[i + 1] == "b" else _NOT_BOUND)
+            return _Chars(_mask(s[i : i + 2]))
+        self.i = i + 1
+        if ch == "^":
+            return _Assert(_HAT)
+        if ch == "$":
+            return _Assert(_DOLLAR)
+        if ch in "*+?" or (ch == "{" and _QUANTIFIER.match(s, i)):
+            raise _Unmodelled  # nothing to repeat: the compiler refuses these first
+        return _Chars(_mask(ch if ch == "." else re.escape(ch)))
+
+    def _quantified(self, node: _Node, start: int) -> _Node:
+        s = self.source
+        ch = s[self.i : self.i + 1]
+        low: int
+        high: int | None
+        if ch and ch in "*+?":
+            low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[ch]
+            self.i += 1
+        elif ch == "{" and (m := _QUANTIFIER.match(s, self.i)):
+            low = int(m[1])
+            high = low if m[2] is None else (int(m[3]) if m[3] else None)
+            self.i = m.end()
+        else:
+            return node
+        if s[self.i : self.i + 1] == "?":
+            self.i += 1  # lazy: the same paths, tried in another order
+        if isinstance(node, _Assert):
+            raise _Unmodelled
+        self.spans.append((s[start : self.i], high is None))
+        return _Repeat(node, low, high, len(self.spans) - 1)
+
+
+_Ends = dict[tuple[int, int], int]  # (position, assertions passed) -> ways, counted up to 2
+_Empty = dict[int, int]  # assertions passed -> ways to match nothing, counted up to 2
+_Out = dict[int, dict[int, int]]  # a position's transitions: next position -> assertions passed -> ways
+
+
+def _count(table: dict[Any, int], key: Any, ways: int) -> None:
+    table[key] = min(2, table.get(key, 0) + ways)
+
+
+def _join(a: int, b: int) -> int:
+    """The assertions of two steps taken at one place, or -1 when they contradict each other."""
+    both = a | b
+    return -1 if both & _BOUND and both & _NOT_BOUND else both
+
+
+def _then_first(empty: _Empty, first: _Ends) -> _Ends:
+    """First positions reached after an empty match ($ before a character can never hold)."""
+    out: _Ends = {}
+    for m1, n1 in empty.items():
+        if m1 & _DOLLAR:
+            continue
+        for (q, m2), n2 in first.items():
+            if (m := _join(m1, m2)) >= 0:
+                _count(out, (q, m), n1 * n2)
+    return out
+
+
+def _last_then(last: _Ends, empty: _Empty) -> _Ends:
+    """Last positions followed by an empty match (^ after a character can never hold)."""
+    out: _Ends = {}
+    for (p, m1), n1 in last.items():
+        for m2, n2 in empty.items():
+            if not m2 & _HAT and (m := _join(m1, m2)) >= 0:
+                _count(out, (p, m), n1 * n2)
+    return out
+
+
+def _both(a: _Empty, b: _Empty) -> _Empty:
+    """Empty matches of two nodes in a row."""
+    out: _Empty = {}
+    for m1, n1 in a.items():
+        for m2, n2 in b.items():
+            if (m := _join(m1, m2)) >= 0:
+                _count(out, m, n1 * n2)
+    return out
+
+
+def _merge(into: dict[Any, int], table: dict[Any, int]) -> None:
+    for key, ways in table.items():
+        _count(into, key, ways)
+
+
+class _Automaton:
+    """The position (Glushkov) automaton, counting the ways each transition can be taken.
+
+    A backtracking engine tries every way, so (a|a) gives two parallel transitions and (a*)* two on a's
+    loop, where a plain position automaton would merge them and hide the ambiguity. A repeat whose bound
+    is above one is read as unbounded: (?:a{0,30}){0,30} splits a run in up to 30^30 ways without any
+    loop, and x{1,40}x{1,40} shares a run as x+x+ does, up to the bound, on every retry of a search.
+    """
+
+    def __init__(self) -> None:
+        self.chars: list[int] = []
+        self.edges: list[_Out] = []
+        self.loops: dict[tuple[int, int], set[int]] = {}  # transitions that go round a repeat
+        self.bodies: list[tuple[int, int]] = []  # the positions of each looping repeat: every cycle is in one
+
+    def build(self, node: _Node) -> tuple[_Ends, _Ends, _Empty]:
+        """A node's first and last positions and its empty matches, adding its transitions."""
+        if isinstance(node, _Chars):
+            self.chars.append(node.mask)
+            self.edges.append({})
+            return {(len(self.chars) - 1, 0): 1}, {(len(self.chars) - 1, 0): 1}, {}
+        if isinstance(node, _Text):
+            start = len(self.chars)
+            self.chars.extend(node.masks)
+            self.edges.extend({p + 1: {0: 1}} for p in range(start, len(self.chars) - 1))
+            self.edges.append({})
+            return {(start, 0): 1}, {(len(self.chars) - 1, 0): 1}, {}
+        if isinstance(node, _Assert):
+            return {}, {}, {node.bit: 1}
+        if isinstance(node, _Alt):
+            first: _Ends = {}
+            last: _Ends = {}
+            empty: _Empty = {}
+            for branch in node.branches:
+                f, ends, e = self.build(branch)
+                _merge(first, f)
+                _merge(last, ends)
+                _merge(empty, e)
+            return first, last, empty
+        if isinstance(node, _Seq):
+            first, last, empty = {}, {}, {0: 1}
+            for item in node.items:
+                f, ends, e = self.build(item)
+                self._link(last, f)
+                _merge(first, _then_first(empty, f))
+                last = _last_then(last, e)
+                _merge(last, ends)
+                empty = _both(empty, e)
+            return first, last, empty
+        if node.high == 0:
+            return {}, {}, {0: 1}
+        start = len(self.chars)
+        first, last, empty = self.build(node.body)
+        if node.high == 1:
+            if node.low == 0:
+                empty = dict(empty)
+                _count(empty, 0, 1)
+            return first, last, empty
+        self.bodies.append((start, len(self.chars)))
+        self._link(last, first, node.rid)
+        if node.low == 0:
+            return first, last, {0: 1}  # an iteration that matches nothing ends the repeat in both engines
+        _merge(first, _then_first(empty, first))  # the first iteration may match nothing, the next not
+        return first, last, empty
+
+    def _link(self, last: _Ends, first: _Ends, rid: int | None = None) -> None:
+        for (p, m1), n1 in last.items():
+            for (q, m2), n2 in first.items():
+                m = _join(m1, m2)
+                if m < 0 or m & (_HAT | _DOLLAR):
+                    continue  # ^ or $ between two characters
+                _count(self.edges[p].setdefault(q, {}), m, n1 * n2)
+                if rid is not None:
+                    self.loops.setdefault((p, q), set()).add(rid)
+
+
+class _Analysis:
+    r"""The automaton as a search runs it, and the EDA and IDA checks on it.
+
+    Node 0 is the start. The search's retries are modelled as a prefix loop P that reads any character
+    before the match begins (the implicit unanchored `.*?`). It matters only in one way: a loop the
+    pattern can enter after reading a run of the loop's own characters (`\d+x`, `foo.*bar` on
+    "foofoo…") makes every start in the run scan to the run's end, quadratic time though each attempt
+    is linear, so P joins the IDA check, against repeats without a bound; a bounded one costs at most
+    its bound per start, and P adds no EDA. When the pattern uses \b or \B each state is split by
+    whether its character is a word character, so `\b\d+x`, which a retry inside a run of digits
+    cannot start, is seen to be linear.
+
+    States from which the match can end with nothing else to check are dropped: an engine that reaches
+    one succeeds there, so ambiguity that only trailing `\w*` or `.*` adds (`\w+.*`) cannot hang it.
+    """
+
+    def __init__(self, automaton: _Automaton, first: _Ends, last: _Ends, spans: list[tuple[str, bool]]) -> None:
+        self.spans = spans
+        self.budget = MAX_ANALYSIS_STATES
+        # Edges only go forward except round a repeat, so positions past the last loop cannot lead to one.
+        end = max((stop for _, stop in automaton.bodies), default=0)
+        chars, edges = automaton.chars[:end], automaton.edges[:end]
+        split = any(m & (_BOUND | _NOT_BOUND) for out in edges for ways in out.values() for m in ways) or any(
+            m & (_BOUND | _NOT_BOUND) for (q, m) in first if q < end
+        )
+        self.tags: dict[tuple[int, int], set[int]] = {}
+        if split:
+            self._split(chars, edges, first, automaton.loops)
+        else:
+            # Node 0 is the start, 1 the prefix, 2 + p position p; ^ and $ between characters are gone.
+            self.label = [0, _MASK_ALL, *chars]
+            self.word = [0] * len(self.label)
+            self.prefix = [1]
+            self.succ = [{1: 1}, {1: 1}]
+            self.succ.extend({q + 2: min(2, sum(w.values())) for q, w in out.items() if q < end} for out in edges)
+            self.states = [[(p + 2, 0)] if c else [] for p, c in enumerate(chars)]
+            for (q, m), ways in first.items():
+                if q < end and chars[q] and not m & _DOLLAR:
+                    self._edge(0, q + 2, ways)
+                    if not m & _HAT:
+                        self._edge(1, q + 2, ways)
+            for (p, q), rids in automaton.loops.items():
+                if p < end and q < end:
+                    self.tags[(p + 2, q + 2)] = rids
+            for out in self.succ:
+                for v in [v for v in out if not self.label[v]]:
+                    del out[v]  # a class that matches nothing
+        self.cyclic = set(self.prefix)
+        for start, stop in automaton.bodies:
+            self.cyclic.update(u for p in range(start, stop) for u, _ in self.states[p])
+        dropped = {u for (p, m) in last if m == 0 and p < end for u, _ in self.states[p]}
+        self.live: set[int] = {0}
+        stack = [0]
+        while stack:
+            u = stack.pop()
+            for v in self.succ[u]:
+                if v not in self.live and v not in dropped:
+                    self.live.add(v)
+                    stack.append(v)
+
+    def _split(
+        self,
+        chars: list[int],
+        edges: list[_Out],
+        first: _Ends,
+        loops: dict[tuple[int, int], set[int]],
+    ) -> None:
+        """Build the nodes with each position split by whether its character is a word character."""
+        self.label, self.word, self.succ = [0], [0], [{}]  # no character before the start: \b reads non-word
+
+        def ok(m: int, before: int, after: int, at_start: bool) -> bool:
+            if m & _DOLLAR or (m & _HAT and not at_start):
+                return False
+            return not (m & _BOUND and before == after) and not (m & _NOT_BOUND and before != after)
+
+        parts = ((0, ~_MASK_WORD), (1, _MASK_WORD))
+        self.prefix = [self._node(_MASK_ALL & mask, w) for w, mask in parts]
+        self.states = [[(self._node(c & mask, w), w) for w, mask in parts if c & mask] for c in chars]
+        for u in self.prefix:
+            self._edge(0, u, 1)
+            for v in self.prefix:
+                self._edge(u, v, 1)
+        for (q, m), ways in first.items():
+            for v, w in self.states[q] if q < len(chars) else ():
+                if ok(m, 0, w, at_start=True):
+                    self._edge(0, v, ways)
+                for u in self.prefix:
+                    if ok(m, self.word[u], w, at_start=False):
+                        self._edge(u, v, ways)
+        for p, out in enumerate(edges):
+            for q, masks in out.items():
+                if q >= len(chars):
+                    continue
+                rids = loops.get((p, q))
+                for u, wu in self.states[p]:
+                    for v, wv in self.states[q]:
+                        ways = sum(n for m, n in masks.items() if ok(m, wu, wv, at_start=False))
+                        if ways:
+                            self._edge(u, v, ways)
+                            if rids:
+                                self.tags.setdefault((u, v), set()).update(rids)
+
+    def _node(self, label: int, word: int) -> int:
+        self.label.append(label)
+        self.word.append(word)
+        self.succ.append({})
+        return len(self.label) - 1
+
+    def _edge(self, u: int, v: int, ways: int) -> None:
+        self.succ[u][v] = min(2, self.succ[u].get(v, 0) + ways)
+
+    def _spend(self) -> None:
+        self.budget -= 1
+        if self.budget < 0:
+            raise _TooLarge
+
+    def problem(self) -> str | None:
+        """Describe the first ambiguity found: exponential, then polynomial, then the search's retries."""
+        comps = [c for c in _components(self.cyclic & self.live, self.succ) if len(c) > 1 or c[0] in self.succ[c[0]]]
+        sets = [set(c) for c in comps]
+        order = sorted(range(len(comps)), key=lambda k: min(comps[k]))
+        prefix = next((k for k in order if sets[k] & set(self.prefix)), None)
+        reach = [self._reachable(c) for c in sets]
+        for k in order:
+            if k != prefix and self._exponential(sets[k]):
+                return _EXPONENTIAL.format(self._repeat(sets[k]))
+        for k1 in order:
+            for k2 in order:
+                if k1 in (k2, prefix) or k2 == prefix or not reach[k1] & sets[k2]:
+                    continue
+                if self._polynomial(sets[k1], sets[k2]):
+                    return _POLYNOMIAL.format(self._repeat(sets[k1]), self._repeat(sets[k2]))
+        for k in order:
+            if prefix is None or k == prefix or not self._unbounded(sets[k]):
+                continue
+            if self._polynomial(sets[prefix], sets[k]):
+                return _RESTART.format(self._repeat(sets[k]))
+        return None
+
+    def _inside(self, comp: set[int]) -> list[tuple[int, int]]:
+        return [(u, v) for u in comp for v in self.succ[u] if v in comp]
+
+    def _repeat(self, comp: set[int]) -> str:
+        """The text of the outermost repeat whose loop the component goes round."""
+        rids = {r for edge in self._inside(comp) for r in self.tags.get(edge, ())}
+        return max((self.spans[r][0] for r in sorted(rids)), key=len, default="?")
+
+    def _unbounded(self, comp: set[int]) -> bool:
+        return any(self.spans[r][1] for edge in self._inside(comp) for r in self.tags.get(edge, ()))
+
+    def _reachable(self, comp: set[int]) -> set[int]:
+        seen = set(comp)
+        stack = list(comp)
+        while stack:
+            for v in self.succ[stack.pop()]:
+                if v in self.live and v not in seen:
+                    seen.add(v)
+                    stack.append(v)
+        return seen - comp
+
+    def _exponential(self, comp: set[int]) -> bool:
+        """EDA: two different paths from a state back to itself on one word, in the pair automaton."""
+        inner: dict[int, list[int]] = {u: [] for u in comp}
+        for u, v in self._inside(comp):
+            if self.succ[u][v] > 1:
+                return True  # two ways to take one transition that lies on a loop
+            inner[u].append(v)
+        if len(comp) == 1:
+            return False
+        label = self.label
+        diagonal = {(q, q) for q in comp}
+        seen = set(diagonal)
+        back: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        queue = deque(diagonal)
+        while queue:
+            a, b = pair = queue.popleft()
+            for a2 in inner[a]:
+                for b2 in inner[b]:
+                    if label[a2] & label[b2]:
+                        nxt = (a2, b2) if a2 <= b2 else (b2, a2)
+                        back.setdefault(nxt, []).append(pair)
+                        if nxt not in seen:
+                            self._spend()
+                            seen.add(nxt)
+                            queue.append(nxt)
+        # A pair of different states reachable from the diagonal that leads back to it is two ways round.
+        good = set(diagonal)
+        queue = deque(diagonal)
+        while queue:
+            for prev in back.get(queue.popleft(), ()):
+                if prev[0] != prev[1]:
+                    return True
+                if prev not in good:
+                    good.add(prev)
+                    queue.append(prev)
+        return False
+
+    def _polynomial(self, c1: set[int], c2: set[int]) -> bool:
+        """IDA: p -v-> p, p -v-> q and q -v-> q for some p in c1, q in c2, in the triple automaton."""
+        label, succ, live = self.label, self.succ, self.live
+        if len(c1) == 1 and len(c2) == 1:
+            (p,), (q,) = c1, c2
+            key = label[p] & label[q]  # both stay on their own loop, so each character is in both
+            seen, stack = {p}, [p]
+            while key and stack:
+                for b in succ[stack.pop()]:
+                    if b in live and label[b] & key:
+                        if b == q:
+                            return True
+                        if b not in seen:
+                            self._spend()
+                            seen.add(b)
+                            stack.append(b)
+            return False
+        inner1 = {u: [v for v in succ[u] if v in c1] for u in c1}
+        inner2 = {u: [v for v in succ[u] if v in c2] for u in c2}
+        for p in sorted(c1):
+            for q in sorted(c2):
+                goal = (p, q, q)
+                seen3 = {(p, p, q)}
+                stack3 = [(p, p, q)]
+                while stack3:
+                    a, b, c = stack3.pop()
+                    for a2 in inner1[a]:
+                        for c2_ in inner2[c]:
+                            both = label[a2] & label[c2_]
+                            if not both:
+                                continue
+                            for b2 in succ[b]:
+                                if b2 in live and label[b2] & both:
+                                    nxt = (a2, b2, c2_)
+                                    if nxt == goal:
+                                        return True
+                                    if nxt not in seen3:
+                                        self._spend()
+                                        seen3.add(nxt)
+                                        stack3.append(nxt)
+        return False
+
+
+def _components(nodes: set[int], succ: list[dict[int, int]]) -> list[list[int]]:
+    """Strongly connected components of the graph restricted to nodes (Tarjan, without recursion)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    out: list[list[int]] = []
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(succ[root]))]
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in nodes:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(succ[w])))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp: list[int] = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    out.append(comp)
+    return out
+
+
+def _ambiguity_problem(source: str, groups: int) -> str | None:
+    """Why the pattern can backtrack badly in some engine, from its automaton, or None."""
+    parser = _Parser(source)
+    try:
+        tree = parser.parse()
+        if parser.groups != groups:
+            raise _Unmodelled
+        automaton = _Automaton()
+        first, last, _ = automaton.build(tree)
+        return _Analysis(automaton, first, last, parser.spans).problem()
+    except _Unmodelled:
+        return _UNMODELLED
+    except _TooLarge:
+        return _TOO_LARGE
+
+
+@lru_cache(maxsize=4096)
 def regex_problem(source: str) -> str | None:
     """Return why a signature regex is unsafe or unportable, or None when it is fine."""
     problem = _lexical_problem(source)
@@ -305,7 +925,7 @@ def regex_problem(source: str) -> str | None:
         return problem
     if compiled.search("") is not None:
         return "matches an empty line, so it would match every line of a log"
-    return _re2_problem(source)
+    return _ambiguity_problem(source, compiled.groups) or _re2_problem(source)
 
 
 def _re2_problem(source: str) -> str | None:

@@ -78,27 +78,41 @@ def test_any_entry_validates_to_ok_or_located_problems(tmp_path_factory: pytest.
 
 
 # Regexes from the grammar signatures are written in: literals, classes, groups, alternation and
-# quantifiers, nested.
-atoms = st.sampled_from(["a", "b", "x", r"\d", r"\w", r"\s", ".", "[ab]", "[^,]", r"\.", " ", ":"])
-quantifiers = st.sampled_from(["", "", "*", "+", "?", "{0,3}", "{1,40}", "{2}"])
+# quantifiers, nested. The classes overlap in many ways (a single character or '.' between two repeats
+# can join them), repeats nest, bounded inside unbounded and the other way round, and up to five pieces
+# stand side by side, as in the shapes that once slipped through: (?:.{0,3})*\d{2}, .*.[^,]*x.
+atoms = st.sampled_from(
+    ["a", "b", "x", "1", r"\d", r"\w", r"\s", r"\S", ".", "[ab]", "[a-z]", "[^,]", "[^ ]", r"[\d.]", r"\.", " ", ":"]
+)
+quantifiers = st.sampled_from(["", "", "", "*", "+", "?", "*?", "{0,3}", "{1,3}", "{1,40}", "{2}", "{2,}"])
+anchors = st.sampled_from([r"\b", "^", "$"])
 
 
 def _regex(depth: int = 3) -> st.SearchStrategy[str]:
     piece = st.builds(lambda a, q: a + q, atoms, quantifiers)
     if depth == 0:
-        return st.lists(piece, min_size=1, max_size=4).map("".join)
+        return st.lists(piece, min_size=1, max_size=5).map("".join)
     inner = _regex(depth - 1)
     group = st.builds(
         lambda alts, q: "(?:" + "|".join(alts) + ")" + q, st.lists(inner, min_size=1, max_size=3), quantifiers
     )
-    return st.lists(piece | group, min_size=1, max_size=4).map("".join)
+    return st.lists(piece | piece | group | anchors, min_size=1, max_size=5).map("".join)
 
 
 def _too_slow(_signum: int, _frame: object) -> None:
     raise TimeoutError
 
 
-ADVERSARIAL = ["a" * 3000 + "!", " " * 3000 + "!", "ab" * 1500 + "!", "1" * 3000 + "!", "x:" * 1500]
+ADVERSARIAL = [
+    "a" * 3000 + "!",
+    " " * 3000 + "!",
+    "ab" * 1500 + "!",
+    "1" * 3000 + "!",
+    "x:" * 1500,
+    "x" * 3000 + "!",
+    "1." * 1500 + "!",
+    "a " * 1500 + ",",
+]
 
 
 @FUZZ
