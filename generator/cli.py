@@ -137,6 +137,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
         write_excerpt(report, Path(args.redact))
         print(f"Wrote a redacted excerpt to {args.redact}", file=sys.stderr)
+    if args.html and report.inputs:
+        from generator.diagnose.report_html import write_html
+
+        write_html(report, Path(args.html))
+        print(f"Wrote the HTML report to {args.html}", file=sys.stderr)
     if problems:
         return 2
     return 1 if any(f.role != "note" for f in report.findings) else 0
@@ -150,6 +155,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
     report = merge_reports([Path(p) for p in args.reports], Path(args.index) if args.index else None)
     print(report.model_dump_json(indent=2) if args.json else render_text(report))
     return 1 if any(f.role != "note" for f in report.findings) else 0
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    """Serve the Language Server Protocol over standard input and output."""
+    try:
+        from generator.lsp import serve
+    except ImportError as exc:
+        raise TrainwreckError(f"the language server needs pygls ({exc}): pip install 'trainwreck[lsp]'") from exc
+
+    serve()
+    return 0
 
 
 def cmd_sources(args: argparse.Namespace) -> int:
@@ -242,6 +258,11 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--redact", metavar="FILE", help="also write a shareable excerpt with hosts, IPs, users and tokens masked"
     )
+    d.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the report as one self-contained HTML file (timeline, findings, fixes; no scripts)",
+    )
     d.set_defaults(func=cmd_diagnose)
 
     m = sub.add_parser(
@@ -253,6 +274,9 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true", help="print the merged JSON report")
     m.add_argument("--index", help="signatures.jsonl to use (default: the copy shipped with the tool)")
     m.set_defaults(func=cmd_merge)
+
+    ls = sub.add_parser("lsp", help="serve log diagnoses and entry checks to an editor (Language Server Protocol)")
+    ls.set_defaults(func=cmd_lsp)
 
     r = sub.add_parser("refresh", help="rewrite schema/ and the packaged signature index from the entries")
     r.set_defaults(func=cmd_refresh)

@@ -15,6 +15,8 @@ from generator.patterns import regex_problem
 API_DIR = "api/v1"
 INDEX_VERSION: Literal[2] = 2
 REPORT_VERSION: Literal[2] = 2
+# Onsets kept per finding: the lowest ranks (then hosts) first.
+ONSETS_KEPT = 1024
 
 Severity = Literal["low", "medium", "high", "critical"]
 # Least to most severe; report ordering and confidence read this order.
@@ -193,6 +195,13 @@ class Finding(Contract):
     hosts: list[str] = Field(description="Hosts that printed a matching line, sorted.")
     first: Evidence = Field(description="The earliest matching line.")
     evidence: list[Evidence] = Field(description="Up to five matching lines, the first ones seen.")
+    onsets: list[Evidence] = Field(
+        default_factory=list,
+        description="The earliest matching line of each rank, or of each host for lines that carry no rank "
+        "(a line with neither is in none), chosen as `first` is: by wall-clock time across several logs, "
+        f"else by position. Sorted by rank, then host; at most {ONSETS_KEPT} (the lowest ranks). Added to "
+        "version 2 as a pure addition, so `schema_version` is unchanged; a report written before it has none.",
+    )
     fix: str = Field(description="The fix, in one line.")
     verify: str = Field(description="How to prove the fix took.")
 

@@ -585,6 +585,7 @@ export class Scanner {
       g = {
         signature: sig, count: 0, ranks: new Set(), hosts: new Set(), evidence: [], firstSeen: null,
         firstSeenAt: null, firstTimed: null, firstTimedAt: null, vias: new Set(), lastFile: -1, lastLine: -1,
+        onsets: new Map(),
       };
       this.groups.set(sig.entry, g);
     } else if (stronger(sig, g.signature)) {
@@ -599,11 +600,40 @@ export class Scanner {
     if (g.evidence.length < LIMITS.evidence_lines) g.evidence.push(evidence);
     const seen = [f.position, number];
     if (g.firstSeen === null || compareLists(seen, g.firstSeenAt) < 0) { g.firstSeen = evidence; g.firstSeenAt = seen; }
-    if (order !== null) {
-      const timed = [order, f.position, number];
-      if (g.firstTimed === null || compareTimed(timed, g.firstTimedAt) < 0) { g.firstTimed = evidence; g.firstTimedAt = timed; }
-    }
+    const timed = order !== null ? [order, f.position, number] : null;
+    if (timed !== null && (g.firstTimed === null || compareTimed(timed, g.firstTimedAt) < 0)) { g.firstTimed = evidence; g.firstTimedAt = timed; }
+    addOnset(g, evidence, seen, timed);
   }
+}
+
+// A finding's onsets are keyed by rank, or by host for a line without a rank: rank rows sort first,
+// then the hosts (collect.py `onset_key`).
+function onsetKey(e) {
+  if (e.rank !== null) return [0, e.rank, ""];
+  return e.host ? [1, 0, e.host] : null;
+}
+
+function compareOnsetKeys(a, b) {
+  return a[0] - b[0] || a[1] - b[1] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
+}
+
+// The earliest line of each rank (or host), in file order and in wall-clock order (collect.py `Group.onset`).
+function addOnset(g, e, seenAt, timedAt) {
+  const key = onsetKey(e);
+  if (key === null) return;
+  const id = key.join(":");
+  const kept = g.onsets.get(id);
+  if (!kept) {
+    g.onsets.set(id, { key, seen: e, seenAt, timed: timedAt !== null ? e : null, timedAt });
+    // Only the lowest keys are reported; one dropped here could never be, and memory stays bounded.
+    if (g.onsets.size > 2 * LIMITS.onsets_kept) {
+      const sorted = [...g.onsets.values()].sort((a, b) => compareOnsetKeys(a.key, b.key));
+      for (const o of sorted.slice(LIMITS.onsets_kept)) g.onsets.delete(o.key.join(":"));
+    }
+    return;
+  }
+  if (compareLists(seenAt, kept.seenAt) < 0) { kept.seen = e; kept.seenAt = seenAt; }
+  if (timedAt !== null && (kept.timed === null || compareTimed(timedAt, kept.timedAt) < 0)) { kept.timed = e; kept.timedAt = timedAt; }
 }
 
 // Which of an entry's signatures speaks for its finding: proof over a lead, then the more specific.
@@ -705,7 +735,10 @@ export function buildReport(scanner) {
     return {
       entry: r.entry, title: r.title, url: r.url, severity: r.severity, confidence: conf.get(g), role: roles.get(g),
       count: g.count, ranks: [...g.ranks].sort((x, y) => x - y), hosts: [...g.hosts].sort(),
-      first: byTime && g.firstTimed !== null ? g.firstTimed : g.firstSeen, evidence: g.evidence, fix: r.fix, verify: r.verify,
+      first: byTime && g.firstTimed !== null ? g.firstTimed : g.firstSeen, evidence: g.evidence,
+      onsets: [...g.onsets.values()].sort((a, b) => compareOnsetKeys(a.key, b.key)).slice(0, LIMITS.onsets_kept)
+        .map((o) => (byTime && o.timed !== null ? o.timed : o.seen)),
+      fix: r.fix, verify: r.verify,
     };
   });
   const first = findings.length && findings[0].role === "initiating" ? findings[0] : null;
@@ -870,7 +903,9 @@ export async function scanFile(scanner, file, name, onProgress = () => {}) {
       pending = "";
       let cutAt = finished ? text.length : text.lastIndexOf("\n") + 1;
       if (cutAt === 0 && text.length > MAX_LINE) {
-        base += scanner.scanChunk(`${text}\n`, base);
+        // A piece of an endless line is scanned, but the line is counted once, where its newline comes
+        // (match.py `scan` does the same), so the two engines number it alike.
+        scanner.scanChunk(`${text}\n`, base);
         cutAt = text.length;
       } else if (cutAt > 0) base += scanner.scanChunk(text.slice(0, cutAt), base);
       carry = text.slice(cutAt);
@@ -961,4 +996,242 @@ export function reportMarkdown(report) {
   }
   if (report.missing.length) out.push("", "**What would settle it:**", ...report.missing.map((fact) => `- ${fact}`));
   return `${mdVisible(out.join("\n"))}\n`;
+}
+
+// -- the rank timeline: the same SVG text as generator/diagnose/timeline.py, byte for byte -----------
+
+const TL = RULES.TIMELINE;
+const TL_TEXT = TL.text;
+const TL_STYLE = { initiating: "initiating", independent: "failure", collateral: "collateral", wrapper: "collateral" };
+const TL_DRAW_ORDER = { collateral: 0, failure: 1, initiating: 2 };
+const DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+// XML 1.0 and HTML both refuse these; a file name or a host is shown with U+FFFD in their place.
+const TL_UNSAFE = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ufffe\uffff]/g;
+
+function tlEsc(text) {
+  return text.replace(TL_UNSAFE, "\ufffd").replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll('"', "&quot;");
+}
+
+const tlCut = (text, n) => (Array.from(text).length <= n ? text : `${cut(text, n)}\u2026`);
+const pad = (n, width) => String(n).padStart(width, "0");
+const six = (order) => [...order, 0, 0, 0, 0, 0, 0].slice(0, 6);
+
+// A timestamp as microseconds since the start of its year (the logs print no year).
+function micro(order) {
+  const [mo, d, h, mi, s, us] = six(order);
+  const month = Math.min(Math.max(mo, 1), 12);
+  return ((((DAYS_BEFORE[month - 1] + d - 1) * 24 + h) * 60 + mi) * 60 + s) * 1000000 + us;
+}
+
+function clock(order, dated, fine) {
+  const [mo, d, h, mi, s, us] = six(order);
+  const day = dated ? `${pad(mo, 2)}-${pad(d, 2)} ` : "";
+  return `${day}${pad(h, 2)}:${pad(mi, 2)}:${pad(s, 2)}${fine ? `.${pad(Math.floor(us / 1000), 3)}` : ""}`;
+}
+
+function spanText(us) {
+  if (us < 1000000) return `${Math.floor(us / 1000)} ms`;
+  const seconds = Math.floor(us / 1000000);
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor(seconds / 60) % 60} min`;
+}
+
+const tlLabel = (key) => (key[0] === 0 ? `rank ${key[1]}` : tlCut(key[2], TL.label_chars));
+const tlWho = (key) => (key[0] === 0 ? `rank ${key[1]}` : key[2]);
+const tlId = (key) => key.join(":");
+const sameKey = (a, b) => a !== null && b !== null && a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
+
+function tlTitles(findings) {
+  const names = findings.slice(0, 2).map((f) => f.title).join("; ");
+  return names + (findings.length > 2 ? ` and ${findings.length - 2} more` : "");
+}
+
+function tlShape(m, x, cy, row) {
+  const tip = `<title>${tlEsc(`${row}: ${m.title}, ${where(m.e)}`)}</title>`;
+  if (m.style === "initiating") {
+    const points = `${x},${cy - 6} ${x + 6},${cy} ${x},${cy + 6} ${x - 6},${cy}`;
+    return `<polygon class="tl-initiating" points="${points}" fill="currentColor">${tip}</polygon>`;
+  }
+  if (m.style === "failure") return `<rect class="tl-failure" x="${x - 4}" y="${cy - 4}" width="8" height="8" fill="currentColor">${tip}</rect>`;
+  return `<circle class="tl-collateral" cx="${x}" cy="${cy}" r="4" fill="none" stroke="currentColor" stroke-width="1.5">${tip}</circle>`;
+}
+
+function tlLegend() {
+  const [a, b, c, d] = TL_TEXT.legend;
+  return [
+    '<g class="tl-legend">',
+    '<polygon class="tl-initiating" points="10,4 16,10 10,16 4,10" fill="currentColor"/>',
+    `<text x="20" y="14">${tlEsc(a)}</text>`,
+    '<rect class="tl-failure" x="88" y="6" width="8" height="8" fill="currentColor"/>',
+    `<text x="100" y="14">${tlEsc(b)}</text>`,
+    '<circle class="tl-collateral" cx="180" cy="10" r="4" fill="none" stroke="currentColor" stroke-width="1.5"/>',
+    `<text x="188" y="14">${tlEsc(c)}</text>`,
+    '<rect class="tl-missing" x="262" y="5" width="16" height="10" fill="none" stroke="currentColor" stroke-dasharray="4 3"/>',
+    `<text x="282" y="14">${tlEsc(d)}</text>`,
+    "</g>",
+  ];
+}
+
+// The report's rank timeline as SVG text: where each finding first appeared on each rank (or host),
+// and which ranks printed none of it; null when it would have fewer than two rows.
+export function timelineSvg(report) {
+  const [W, X0, X1, TOP, ROW] = [TL.width, TL.plot_left, TL.plot_right, TL.rows_top, TL.row_height];
+  const drawn = report.findings.filter((f) => f.role !== "note");
+  const init = report.initiating;
+  // A launcher named the rank whose error names none ("local_rank: 5"): draw its line on that row.
+  const fallback = init !== null && init.first.rank === null && report.initiating_rank !== null
+    && !init.onsets.some((e) => e.rank === report.initiating_rank);
+  const marks = new Map();
+  const addMark = (key, mark) => {
+    const id = tlId(key);
+    if (!marks.has(id)) marks.set(id, { key, marks: [] });
+    marks.get(id).marks.push(mark);
+  };
+  drawn.forEach((f, i) => {
+    for (const e of f.onsets) {
+      const key = onsetKey(e);
+      if (key === null || (fallback && f.role === "initiating" && e.file === f.first.file && e.line === f.first.line)) continue;
+      addMark(key, { e, style: TL_STYLE[f.role], title: f.title, finding: i });
+    }
+  });
+  if (fallback) {
+    const index = drawn.findIndex((f) => f.role === "initiating");
+    addMark([0, report.initiating_rank, ""], { e: init.first, style: "initiating", title: init.title, finding: index });
+  }
+  if (!marks.size) return null;
+  const keysOf = [...marks.values()].map((v) => v.key);
+  const seen = new Set([...drawn.flatMap((f) => f.ranks), ...keysOf.filter((k) => k[0] === 0).map((k) => k[1])]);
+  let top = -1;
+  for (const r of [...seen, ...report.suspects]) if (r > top) top = r;
+  const hosts = keysOf.filter((k) => k[0] === 1).sort(compareOnsetKeys);
+  const total = top + 1 + hosts.length;
+  if (total < 2) return null;
+  const silentTotal = top + 1 - seen.size;
+  // The first silent ranks, found without walking a range as long as the largest rank printed.
+  const silent = [];
+  for (let r = 0; r <= top && silent.length < TL.rows_shown; r++) if (!seen.has(r)) silent.push(r);
+  const limit = TL.rows_shown;
+  const marksOf = (key) => (marks.has(tlId(key)) ? marks.get(tlId(key)).marks : []);
+  let keys;
+  let hidden = 0;
+  if (total <= limit) {
+    keys = [...Array(top + 1).keys()].map((r) => [0, r, ""]).concat(hosts);
+  } else {
+    const tier = (key) => {
+      const ms = marksOf(key);
+      if (ms.some((m) => m.style === "initiating") || (key[0] === 0 && key[1] === report.initiating_rank)) return 0;
+      if (!ms.length) return report.suspects.includes(key[1]) ? 1 : 2;
+      return ms.some((m) => m.style === "failure") ? 3 : 4;
+    };
+    const pool = new Map(keysOf.map((k) => [tlId(k), k]));
+    for (const r of silent) pool.set(tlId([0, r, ""]), [0, r, ""]);
+    for (const r of report.suspects) if (!seen.has(r)) pool.set(tlId([0, r, ""]), [0, r, ""]);
+    const ordered = [...pool.values()].sort((a, b) => tier(a) - tier(b) || compareOnsetKeys(a, b));
+    // Silent rows take at most half the room while rows with marks are left out, and the rest when not.
+    const quiet = ordered.filter((k) => tier(k) === 1 || tier(k) === 2);
+    const loud = ordered.filter((k) => tier(k) !== 1 && tier(k) !== 2);
+    const room = limit - 1;
+    const take = Math.min(quiet.length, Math.max(Math.floor(room / 2), room - loud.length));
+    keys = quiet.slice(0, take).concat(loud.slice(0, room - take)).sort(compareOnsetKeys);
+    hidden = total - keys.length;
+  }
+  const rows = keys.map((k) => ({ key: k, marks: marksOf(k), silent: k[0] === 0 && !seen.has(k[1]) }));
+  const visible = rows.flatMap((row) => row.marks);
+  if (!visible.length) return null;
+  const timed = visible.every((m) => m.e.order !== null);
+  const at = (m) => (timed && m.e.order !== null ? micro(m.e.order) : m.e.line);
+  let low = visible[0];
+  let high = visible[0];
+  for (const m of visible) {
+    if (at(m) < at(low)) low = m;
+    if (at(m) > at(high)) high = m;
+  }
+  const t0 = at(low);
+  const t1 = at(high);
+  const span = t1 - t0;
+  const x = (m) => (span > 0 ? X0 + Math.floor(((at(m) - t0) * (X1 - X0)) / span) : X0);
+  const dated = timed && low.e.order !== null && high.e.order !== null
+    && (low.e.order[0] !== high.e.order[0] || low.e.order[1] !== high.e.order[1]);
+  const fine = span < 60000000;
+  const when = (e) => (timed && e.order !== null ? clock(e.order, dated, fine) : `line ${e.line} of ${e.file.split("/").pop()}`);
+
+  // The words: who went first, who reported after it, who printed nothing.
+  const noun = top >= 0 ? "rank" : "host";
+  const said = [];
+  if (init !== null) {
+    const who = report.initiating_rank !== null ? `Rank ${report.initiating_rank}` : report.initiating_host || "An unnamed rank";
+    said.push(fmt(TL_TEXT.first, { who, when: when(init.first), title: init.title }));
+  } else if (report.initiating_rank !== null || report.initiating_host) {
+    const who = report.initiating_rank !== null ? `Rank ${report.initiating_rank}` : report.initiating_host;
+    said.push(fmt(TL_TEXT.placed, { who }));
+  } else {
+    const firstRow = rows.find((row) => row.marks.includes(low));
+    said.push(fmt(TL_TEXT.earliest, { who: tlWho(firstRow.key), when: when(low.e) }));
+  }
+  const down = drawn.filter((f) => TL_STYLE[f.role] === "collateral");
+  if (down.length) {
+    let count = new Set(down.flatMap((f) => f.ranks)).size;
+    const what = count ? "rank" : "host";
+    count = count || new Set(down.flatMap((f) => f.hosts)).size;
+    if (count) {
+      const start = visible.filter((m) => m.style === "initiating").map(at);
+      const later = visible.filter((m) => m.style === "collateral").map(at);
+      const after = timed && start.length && later.length && Math.min(...start) <= Math.min(...later) ? " after it" : "";
+      said.push(fmt(TL_TEXT.downstream, {
+        count, noun: count === 1 ? what : `${what}s`, verb: count === 1 ? "reports" : "report", after, titles: tlTitles(down),
+      }));
+    }
+  }
+  const also = drawn.filter((f) => f.role === "independent");
+  if (also.length) said.push(fmt(TL_TEXT.also, { titles: tlTitles(also) }));
+  if (silentTotal) {
+    let names = silent.slice(0, TL.named).join(", ");
+    if (silentTotal > TL.named) names += ` and ${silentTotal - TL.named} more`;
+    said.push(fmt(TL_TEXT.silent, { Noun: silentTotal === 1 ? "Rank" : "Ranks", names }));
+  }
+  if (hidden) said.push(fmt(TL_TEXT.shown, { shown: keys.length, total }));
+  const caption = timed ? fmt(TL_TEXT.timed, { span: spanText(span) }) : TL_TEXT.untimed;
+  said.push(caption);
+
+  // The row of the rank (or host) the report names as where the job failed first is labelled in bold.
+  const lead = report.initiating_rank !== null ? [0, report.initiating_rank, ""] : report.initiating_host ? [1, 0, report.initiating_host] : null;
+  const countRows = rows.length + (hidden ? 1 : 0);
+  const height = TOP + countRows * ROW + 20;
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" role="img" aria-labelledby="timeline-title timeline-desc" viewBox="0 0 ${W} ${height}" width="100%" fill="currentColor" font-family="system-ui, sans-serif" font-size="10">`,
+    `<title id="timeline-title">${tlEsc(fmt(TL_TEXT.title, { Noun: noun[0].toUpperCase() + noun.slice(1), noun }))}</title>`,
+    `<desc id="timeline-desc">${tlEsc(said.join(" "))}</desc>`,
+    ...tlLegend(),
+  ];
+  const [startLabel, endLabel] = timed && low.e.order !== null && high.e.order !== null
+    ? [clock(low.e.order, dated, fine), clock(high.e.order, dated, fine)] : [`line ${t0}`, `line ${t1}`];
+  out.push('<g class="tl-axis">', `<text x="${X0}" y="30">${tlEsc(startLabel)}</text>`);
+  if (span > 0) out.push(`<text x="${X1}" y="30" text-anchor="end">${tlEsc(endLabel)}</text>`);
+  out.push(`<line x1="${X0}" y1="34" x2="${X1}" y2="34" stroke="currentColor"/>`, "</g>");
+  rows.forEach((row, i) => {
+    const y = TOP + i * ROW;
+    const cy = y + Math.floor(ROW / 2);
+    const attribute = row.key[0] === 0 ? `data-rank="${row.key[1]}"` : `data-host="${tlEsc(row.key[2])}"`;
+    out.push(`<g class="tl-row${row.silent ? " tl-silent" : ""}" ${attribute}>`);
+    out.push(`<text x="4" y="${y + 12}"${sameKey(row.key, lead) ? ' font-weight="bold"' : ""}>${tlEsc(tlLabel(row.key))}</text>`);
+    if (row.silent) {
+      out.push(`<rect class="tl-missing" x="${X0}" y="${y + 2}" width="${X1 - X0}" height="12" fill="none" stroke="currentColor" stroke-dasharray="4 3"/>`);
+      out.push(`<text x="${Math.floor((X0 + X1) / 2)}" y="${y + 11}" text-anchor="middle" font-size="9">${tlEsc(TL_TEXT.no_line)}</text>`);
+    } else {
+      out.push(`<line class="tl-grid" x1="${X0}" y1="${cy}" x2="${X1}" y2="${cy}" stroke="currentColor" stroke-opacity="0.3"/>`);
+    }
+    const ordered = [...row.marks].sort((a, b) => TL_DRAW_ORDER[a.style] - TL_DRAW_ORDER[b.style] || at(a) - at(b) || a.finding - b.finding);
+    for (const m of ordered) out.push(tlShape(m, x(m), cy, tlWho(row.key)));
+    out.push("</g>");
+  });
+  if (hidden) {
+    const y = TOP + rows.length * ROW;
+    const hiddenHosts = hosts.length - keys.filter((k) => k[0] === 1).length;
+    const what = hiddenHosts === hidden ? "host" : hiddenHosts === 0 ? "rank" : "row";
+    const more = fmt(TL_TEXT.more, { count: hidden, noun: hidden === 1 ? what : `${what}s` });
+    out.push(`<g class="tl-row tl-more"><text x="4" y="${y + 12}">${tlEsc(more)}</text></g>`);
+  }
+  out.push(`<text class="tl-caption" x="4" y="${TOP + countRows * ROW + 14}">${tlEsc(caption)}</text>`, "</svg>");
+  return out.join("\n");
 }

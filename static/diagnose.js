@@ -1,10 +1,11 @@
 // The /diagnose/ page: hands pasted text or chosen files to a worker and renders its report.
 // Log text is only ever inserted with textContent, never as HTML.
-import { reportMarkdown, where } from "./diagnose-core.js";
+import { reportMarkdown, timelineSvg, where } from "./diagnose-core.js";
 
 const app = document.getElementById("diagnose-app");
 const status = document.getElementById("diagnose-status");
 const progress = document.getElementById("diagnose-progress");
+const progressText = document.getElementById("diagnose-progress-text");
 const result = document.getElementById("diagnosis-result");
 const json = document.getElementById("diagnosis-json");
 const ROLE = { initiating: "Initiating failure", independent: "Also found", wrapper: "Wrapper", collateral: "Collateral", note: "Note" };
@@ -61,6 +62,8 @@ function render(report, problems) {
     problems.forEach((p) => list.append(el("li", p)));
     result.append(list);
   }
+  const timeline = renderTimeline(report);
+  if (timeline) result.append(timeline);
   const findings = el("ol", null, "findings");
   report.findings.forEach((f) => findings.append(renderFinding(f)));
   result.append(findings);
@@ -95,6 +98,38 @@ function render(report, problems) {
   result.hidden = false;
 }
 
+// The rank timeline, as `trainwreck diagnose --html` draws it. The engine writes the SVG text with every
+// string from the logs escaped and no script in it; it is parsed as XML, never as HTML.
+function renderTimeline(report) {
+  const svg = timelineSvg(report);
+  if (svg === null) return null;
+  const parsed = new DOMParser().parseFromString(svg, "image/svg+xml").documentElement;
+  if (parsed.localName !== "svg") return null;
+  const figure = el("figure", null, "timeline-figure");
+  figure.append(document.importNode(parsed, true));
+  return figure;
+}
+
+// MB read per second, as "180 MB/s" (or "4.5 MB/s"); null before there is a rate worth showing.
+function speed(done, seconds) {
+  const rate = seconds > 0 ? done / 1e6 / seconds : 0;
+  if (!(rate >= 0.1)) return null;
+  return `${rate >= 10 ? String(Math.round(rate)) : rate.toFixed(1)} MB/s`;
+}
+
+// "41 % · 180 MB/s · about 3 s left": how far the scan is, how fast it reads, when it should be done.
+function progressLine(done, total, seconds) {
+  const percent = Math.floor((100 * done) / Math.max(total, 1));
+  const rate = speed(done, seconds);
+  if (rate === null) return `${percent} %`;
+  const left = (total - done) / done * seconds;
+  const eta = done >= total ? "finishing" : left < 1 ? "under a second left" : left < 90 ? `about ${Math.round(left)} s left` : `about ${Math.round(left / 60)} min left`;
+  return `${percent} % · ${rate} · ${eta}`;
+}
+
+// The live region is read aloud: its text changes at most this often.
+const PROGRESS_EVERY_MS = 250;
+
 // "Copy as Markdown": the report as `trainwreck diagnose --markdown` prints it, for an issue thread.
 function copyMarkdown(report) {
   const box = el("div", null, "copy-report");
@@ -125,14 +160,27 @@ function copyMarkdown(report) {
 function run(message) {
   const worker = new Worker(app.dataset.worker, { type: "module" });
   status.textContent = "Scanning…";
-  progress.hidden = false;
+  progress.classList.remove("idle");
   progress.value = 0;
+  progressText.textContent = "";
+  let said = -Infinity;
+  let last = null;
   worker.onmessage = (event) => {
     const data = event.data;
     if (data.type === "progress") {
       progress.value = Math.round((100 * data.done) / Math.max(data.total, 1));
+      last = data;
+      const now = performance.now();
+      if (now - said >= PROGRESS_EVERY_MS) {
+        said = now;
+        progressText.textContent = progressLine(data.done, data.total, data.seconds);
+      }
     } else if (data.type === "report") {
       progress.value = 100;
+      if (last) {
+        const rate = speed(last.done, last.seconds);
+        progressText.textContent = `100 % · ${rate ? `${rate} · ` : ""}done in ${last.seconds.toFixed(1)} s`;
+      }
       status.textContent = `Done: ${data.report.findings.length} finding(s).`;
       render(data.report, data.problems);
       worker.terminate();
@@ -144,7 +192,6 @@ function run(message) {
   worker.postMessage({ indexUrl: app.dataset.index, ...message });
 }
 
-app.hidden = false;
 document.getElementById("paste-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const text = document.getElementById("log-text").value;

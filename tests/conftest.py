@@ -88,9 +88,11 @@ def real_url(real_site: Path) -> str:
     return _server(real_site, "/")[0]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     """Debian's Chromium, headless, driven by Playwright."""
+    # One per module: Playwright's sync API keeps an asyncio loop running while it is open, and the
+    # language-server tests (pytest-lsp) need to start their own.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -101,3 +103,16 @@ def browser() -> Iterator[object]:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from the current build")
+
+
+@pytest.fixture(scope="session")
+def node_static(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The browser engine as a built site ships it: diagnose-core.js beside the generated rules."""
+    from generator.diagnose.rules import browser_rules
+
+    if shutil.which("node") is None:
+        pytest.fail("Node.js is needed to test the browser's engine")
+    folder = tmp_path_factory.mktemp("static")
+    shutil.copy(ROOT / "static" / "diagnose-core.js", folder)
+    (folder / "diagnose-rules.js").write_text(browser_rules(), encoding="utf-8")
+    return folder

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ import yaml
 
 from generator.contract import Diagnosis
 from generator.diagnose.attribute import file_origin
-from generator.diagnose.rules import browser_rules
 from generator.diagnose.run import Engine
 from tests.corpus_cases import CORPUS, FAMILIES, Case, load_cases
 from tests.vectors import CASES as VECTOR_CASES
@@ -101,17 +99,6 @@ def test_case_is_diagnosed_right(case: Case, engine: Engine) -> None:
     assert _verdict(case, report) is None, _verdict(case, report)
 
 
-@pytest.fixture(scope="module")
-def node_static(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The browser engine as a built site ships it: diagnose-core.js beside the generated rules."""
-    if shutil.which("node") is None:
-        pytest.fail("Node.js is needed to test the browser's engine")
-    folder = tmp_path_factory.mktemp("static")
-    shutil.copy(ROOT / "static" / "diagnose-core.js", folder)
-    (folder / "diagnose-rules.js").write_text(browser_rules(), encoding="utf-8")
-    return folder
-
-
 def _node_reports(static: Path, jobs: list[list[str]], tmp_path: Path, markdown: bool = False) -> list[dict[str, Any]]:
     batch = tmp_path / "jobs.json"
     batch.write_text(json.dumps(jobs), encoding="utf-8")
@@ -177,7 +164,9 @@ def test_both_engines_read_damaged_and_endless_logs_alike(engine: Engine, node_s
     holed = tmp_path / "holed.log"
     holed.write_bytes(b"step 1 loss 2.31\n" + b"\x00" * 4096 + b"step 2 loss 2.30\n" + WATCHDOG)
     endless = tmp_path / "endless.log"
-    endless.write_bytes(b"x" * (3 << 20) + WATCHDOG.rstrip(b"\n") + b" " + b"y" * (2 << 20))
+    # 21 MiB in one line, then one more: each engine reads the long line in pieces of its own size
+    # (8 MiB, 4 MiB), and both count it once.
+    endless.write_bytes(b"x" * (3 << 20) + WATCHDOG.rstrip(b"\n") + b" " + b"y" * (18 << 20) + b"\n" + WATCHDOG)
     binary = tmp_path / "core.bin"
     binary.write_bytes(random.Random(7).randbytes(65536))
     jobs = [[str(holed)], [str(endless)], [str(binary)]]
@@ -190,6 +179,8 @@ def test_both_engines_read_damaged_and_endless_logs_alike(engine: Engine, node_s
     assert [f["entry"] for f in holed_report["report"]["findings"]] == ["pg-nccl-watchdog-collective-timeout"]
     assert holed_report["report"]["findings"][0]["first"]["line"] == 3
     assert [f["entry"] for f in endless_report["report"]["findings"]] == ["pg-nccl-watchdog-collective-timeout"]
+    assert endless_report["report"]["lines"] == 2
+    assert [e["line"] for e in endless_report["report"]["findings"][0]["evidence"]] == [1, 2]
     assert binary_report["problems"] == [f"{binary}: this is a binary file, not a text log"]
 
 

@@ -103,6 +103,52 @@ class _Stream:
     detectors: dict[int, _DetectorState] = field(default_factory=dict)
 
 
+# A finding's onsets are keyed by rank, or by host for a line without a rank: (0, rank, "") sorts
+# before (1, 0, host), so the rank rows come first, then the hosts.
+OnsetKey = tuple[int, int, str]
+
+
+def onset_key(e: Evidence) -> OnsetKey | None:
+    """The row an evidence line belongs to: its rank, else its host; None when it names neither."""
+    if e.rank is not None:
+        return (0, e.rank, "")
+    return (1, 0, e.host) if e.host else None
+
+
+@dataclass
+class Onset:
+    """The earliest line of one rank (or host) for one entry, in file order and in wall-clock order."""
+
+    seen: Evidence
+    seen_at: tuple[int, int]  # (file position, line)
+    timed: Evidence | None = None
+    timed_at: tuple[tuple[int, ...], int, int] = ((), 0, 0)
+
+    def add(self, e: Evidence, seen_at: tuple[int, int], timed_at: tuple[tuple[int, ...], int, int] | None) -> None:
+        """Keep e where it is earlier than what is kept."""
+        if seen_at < self.seen_at:
+            self.seen, self.seen_at = e, seen_at
+        if timed_at is not None and (self.timed is None or timed_at < self.timed_at):
+            self.timed, self.timed_at = e, timed_at
+
+    def absorb(self, other: Onset) -> None:
+        """Keep the earlier of each of the two lines."""
+        if other.seen_at < self.seen_at:
+            self.seen, self.seen_at = other.seen, other.seen_at
+        if other.timed is not None and (self.timed is None or other.timed_at < self.timed_at):
+            self.timed, self.timed_at = other.timed, other.timed_at
+
+    def shifted(self, offset: int) -> Onset:
+        """The same onset with its line numbers moved down by offset."""
+        order, timed_file, timed_line = self.timed_at
+        return Onset(
+            self.seen.model_copy(update={"line": self.seen.line + offset}),
+            (self.seen_at[0], self.seen_at[1] + offset),
+            self.timed.model_copy(update={"line": self.timed.line + offset}) if self.timed else None,
+            (order, timed_file, timed_line + offset),
+        )
+
+
 @dataclass
 class Group:
     """Everything found for one entry."""
@@ -118,6 +164,26 @@ class Group:
     first_timed_at: tuple[tuple[int, ...], int, int] = ((), 0, 0)
     vias: set[str] = field(default_factory=set)
     last_line: tuple[int, int] = (-1, -1)
+    onsets: dict[OnsetKey, Onset] = field(default_factory=dict)
+
+    def onset(self, e: Evidence, seen_at: tuple[int, int], timed_at: tuple[tuple[int, ...], int, int] | None) -> None:
+        """Record e as a candidate for the earliest line of its rank (or host)."""
+        key = onset_key(e)
+        if key is None:
+            return
+        kept = self.onsets.get(key)
+        if kept is None:
+            self.onsets[key] = Onset(e, seen_at, e if timed_at is not None else None, timed_at or ((), 0, 0))
+            self._prune()
+        else:
+            kept.add(e, seen_at, timed_at)
+
+    def _prune(self) -> None:
+        # Only the lowest keys are reported; a key dropped here has that many lower keys that stay, so
+        # it could never be reported, and memory stays bounded however many ranks a log names.
+        if len(self.onsets) > 2 * LIMITS["onsets_kept"]:
+            for key in sorted(self.onsets)[LIMITS["onsets_kept"] :]:
+                del self.onsets[key]
 
     def shifted(self, offset: int) -> Group:
         """The same group with its line numbers moved down by offset (a later byte range of a file)."""
@@ -138,6 +204,7 @@ class Group:
             move(self.first_timed),
             (order, timed_file, timed_line + offset),
             set(self.vias),
+            onsets={key: o.shifted(offset) for key, o in self.onsets.items()},
         )
 
     def absorb(self, other: Group) -> None:
@@ -153,6 +220,13 @@ class Group:
             self.first_seen, self.first_seen_at = other.first_seen, other.first_seen_at
         if other.first_timed is not None and (self.first_timed is None or other.first_timed_at < self.first_timed_at):
             self.first_timed, self.first_timed_at = other.first_timed, other.first_timed_at
+        for key, o in other.onsets.items():
+            kept = self.onsets.get(key)
+            if kept is None:
+                self.onsets[key] = o
+            else:
+                kept.absorb(o)
+        self._prune()
 
 
 @dataclass
@@ -473,10 +547,10 @@ class Collector:
         seen = (f.position, number)
         if group.first_seen is None or seen < group.first_seen_at:
             group.first_seen, group.first_seen_at = evidence, seen
-        if order is not None:
-            timed = (order, f.position, number)
-            if group.first_timed is None or timed < group.first_timed_at:
-                group.first_timed, group.first_timed_at = evidence, timed
+        timed = (order, f.position, number) if order is not None else None
+        if timed is not None and (group.first_timed is None or timed < group.first_timed_at):
+            group.first_timed, group.first_timed_at = evidence, timed
+        group.onset(evidence, seen, timed)
 
     def fold(self, group: Group) -> None:
         """Add a group found elsewhere (a later byte range, another node's report)."""

@@ -35,10 +35,6 @@ def is_binary(sample: bytes) -> bool:
     return len(sample) - len(sample.translate(None, _NOT_TEXT)) > MAX_NOT_TEXT_SHARE * len(sample)
 
 
-class Piece(bytes):
-    """A run of a line too long to hold, cut where the chunk ended: it ends a line without a line break."""
-
-
 @dataclass(frozen=True)
 class LogSource:
     """One log to scan: a display name and how to open it."""
@@ -136,7 +132,7 @@ def _chunks(stream: BinaryIO, name: str, limit: int | None, sniff: bool) -> Iter
         if cut == 0:
             data = carry + block
             if len(data) > MAX_LINE_BYTES:
-                yield Piece(data)  # an endless line is scanned in pieces rather than held whole
+                yield data  # an endless line is scanned in pieces rather than held whole
                 carry = b""
             else:
                 carry = data

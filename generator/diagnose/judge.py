@@ -148,9 +148,16 @@ def _finding(g: Group, role: Role, conf: Confidence, by_time: bool) -> Finding:
         hosts=sorted(g.hosts),
         first=first,
         evidence=g.evidence,
+        onsets=_onsets(g, by_time),
         fix=r.fix,
         verify=r.verify,
     )
+
+
+def _onsets(g: Group, by_time: bool) -> list[Evidence]:
+    """Each rank's (then each host's) earliest line, chosen as a finding's first line is."""
+    kept = [o.timed if by_time and o.timed is not None else o.seen for _, o in sorted(g.onsets.items())]
+    return kept[: rules.LIMITS["onsets_kept"]]
 
 
 def _package(record: ExceptionRecord) -> str | None:

@@ -72,6 +72,11 @@ def merge_reports(paths: list[Path], index: Path | None = None) -> Diagnosis:
             if first.order is not None:
                 group.first_timed = first
                 group.first_timed_at = (tuple(first.order), positions[first.file], first.line)
+            # A report written before onsets were reported still has its first line.
+            for onset in finding.onsets or [finding.first]:
+                e = _moved(onset, renamed, node)
+                at = (positions[e.file], e.line)
+                group.onset(e, at, (tuple(e.order), *at) if e.order is not None else None)
             collector.fold(group)
             if first.time and first.order is not None:
                 collector.clocks.add("wall")

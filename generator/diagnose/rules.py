@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generator.contract import INDEX_VERSION, REPORT_VERSION, SEVERITIES
+from generator.contract import INDEX_VERSION, ONSETS_KEPT, REPORT_VERSION, SEVERITIES
 
 LIMITS: dict[str, int] = {
     "evidence_lines": 5,  # evidence kept per finding
@@ -20,6 +20,7 @@ LIMITS: dict[str, int] = {
     "exceptions_kept": 20,  # exception records kept for the unknown-failure report
     "unknown_shown": 3,  # distinct unknown exceptions reported
     "decoration_passes": 6,  # how many stacked prefixes are peeled off a line
+    "onsets_kept": ONSETS_KEPT,  # per finding, the earliest line of each of the lowest ranks (then hosts)
 }
 
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07"
@@ -245,6 +246,34 @@ SENTENCES = {
 }
 NEW_COMMAND = "trainwreck new --from-log {file}:{line}"
 
+# The rank timeline (generator/diagnose/timeline.py and diagnose-core.js `timelineSvg`): its layout in
+# viewBox units, 360 wide so that a phone shows it near full size, and its sentences.
+TIMELINE: dict[str, Any] = {
+    "width": 360,
+    "plot_left": 76,
+    "plot_right": 350,
+    "rows_top": 40,
+    "row_height": 16,
+    "rows_shown": 64,
+    "label_chars": 10,
+    "named": 10,
+    "text": {
+        "title": "{Noun} timeline: where each failure first appeared, and which {noun}s printed none of it",
+        "first": "{who} first at {when}: {title}.",
+        "placed": "{who} failed first; the error that started it is not in the logs.",
+        "earliest": "No initiating failure is in the logs; the earliest line is {who}'s, at {when}.",
+        "downstream": "{count} {noun} {verb} downstream errors{after}: {titles}.",
+        "also": "Also failed: {titles}.",
+        "silent": "{Noun} {names} printed none of these lines.",
+        "shown": "Showing {shown} of {total} rows.",
+        "timed": "Across: time, from the lines' timestamps ({span} in all).",
+        "untimed": "No timestamps: across is line order within each file.",
+        "more": "\u2026 {count} more {noun}",
+        "no_line": "no line",
+        "legend": ["initiating", "also found", "collateral", "no line"],
+    },
+}
+
 
 def browser_rules() -> str:
     """Return the tables as the ES module static/diagnose-rules.js."""
@@ -276,6 +305,7 @@ def browser_rules() -> str:
         "REPORT_VERSION": REPORT_VERSION,
         "SENTENCES": SENTENCES,
         "NEW_COMMAND": NEW_COMMAND,
+        "TIMELINE": TIMELINE,
     }
     body = json.dumps(tables, indent=1, sort_keys=True, ensure_ascii=True)
     return (

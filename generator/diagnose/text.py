@@ -17,7 +17,8 @@ LABELS = {
 VIA = {"line": "", "frames": " (traceback frames)", "metric": " (metric lines)"}
 
 
-def _where(e: Evidence) -> str:
+def where(e: Evidence) -> str:
+    """Where a line was printed: 'file:line, rank 3, node07, <time>'."""
     parts = [f"{e.file}:{e.line}"]
     if e.rank is not None:
         parts.append(f"rank {e.rank}")
@@ -35,11 +36,11 @@ def _finding_text(f: Finding, number: int) -> list[str]:
     lines = [
         f"{number}. [{label}] {f.title}",
         f"   {f.severity} severity, {f.confidence} confidence · {f.count} line{plural}{VIA[f.first.via]} · "
-        f"{ranks} · first at {_where(f.first)}",
+        f"{ranks} · first at {where(f.first)}",
         f"   {f.url}",
     ]
     for e in f.evidence[:3]:
-        lines.append(f"   > {_where(e)}: {e.text}")
+        lines.append(f"   > {where(e)}: {e.text}")
     if f.role in ("initiating", "independent"):
         lines += textwrap.wrap(f"Fix: {f.fix}", 100, initial_indent="   ", subsequent_indent="        ")
         lines += textwrap.wrap(f"Verify: {f.verify}", 100, initial_indent="   ", subsequent_indent="           ")
@@ -56,33 +57,41 @@ def _at(report: Diagnosis) -> str:
     return ", ".join(x for x in (rank, report.initiating_host or "") if x)
 
 
-def render_text(report: Diagnosis) -> str:
-    """Render the report for a terminal: the initiating failure and its fix first."""
-    out = [f"Scanned {len(report.inputs)} log(s), {report.lines:,} lines, {report.bytes / 1e6:,.1f} MB."]
+def scanned(report: Diagnosis) -> str:
+    """The report's first line: how much was read."""
+    return f"Scanned {len(report.inputs)} log(s), {report.lines:,} lines, {report.bytes / 1e6:,.1f} MB."
+
+
+def headline(report: Diagnosis) -> str:
+    """The report's answer in one sentence: the most likely cause and where, or why there is none."""
     if not report.findings:
-        out.append(
-            "No known failure found." + (" The log ends in an exception no entry covers yet." if report.unknown else "")
+        return "No known failure found." + (
+            " The log ends in an exception no entry covers yet." if report.unknown else ""
         )
-    elif all(f.role == "note" for f in report.findings):
-        out.append("No known failure found; the lines below are usually harmless or only leads.")
-    elif report.initiating is not None:
+    if all(f.role == "note" for f in report.findings):
+        return "No known failure found; the lines below are usually harmless or only leads."
+    if report.initiating is not None:
         on = f" on {_at(report)}" if _at(report) else ""
-        out.append(f"Most likely cause{on}: {report.initiating.title}")
-    elif _at(report):
+        return f"Most likely cause{on}: {report.initiating.title}"
+    if _at(report):
         # A rank that reported failures of its own places the origin although its first error is missing.
-        out.append(
+        return (
             f"Failed first at {_at(report)}; the error that started it is not in the logs, "
             "what they show is listed below."
         )
-    else:
-        out.append("No initiating failure found; what the logs show is listed below.")
+    return "No initiating failure found; what the logs show is listed below."
+
+
+def render_text(report: Diagnosis) -> str:
+    """Render the report for a terminal: the initiating failure and its fix first."""
+    out = [scanned(report), headline(report)]
     for number, finding in enumerate(report.findings, start=1):
         out.append("")
         out.extend(_finding_text(finding, number))
     for u in report.unknown:
         out.append("")
         package = f" raised in {u.package}" if u.package else ""
-        out.append(f"Unknown failure: {u.exception}{package}, at {_where(u.evidence)}")
+        out.append(f"Unknown failure: {u.exception}{package}, at {where(u.evidence)}")
         if u.message:
             out.append(f"   {u.exception}: {u.message}")
         for frame in u.frames:
@@ -147,18 +156,18 @@ def render_markdown(report: Diagnosis) -> str:
         for number, f in enumerate(report.findings, start=1):
             ranks = _span(f.ranks) if f.ranks else "unknown"
             title = f"[{_cell(f.title)}]({f.url})"
-            out.append(f"| {number} | {LABELS[f.role].lower()} | {title} | {ranks} | {_cell(_where(f.first))} |")
+            out.append(f"| {number} | {LABELS[f.role].lower()} | {title} | {ranks} | {_cell(where(f.first))} |")
     for number, f in enumerate(report.findings, start=1):
         acted_on = f.role in ("initiating", "independent")
         if not acted_on and number > 1:
             continue  # collateral and notes are in the table; the first finding always shows its lines
         out += ["", f"**{number}. {_cell(f.title)}**", ""]
-        out += _fence([f"{_where(e)}: {e.text}" for e in f.evidence[:3]])
+        out += _fence([f"{where(e)}: {e.text}" for e in f.evidence[:3]])
         if acted_on:
             out += ["", f"- **Fix:** {f.fix}", f"- **Verify:** {f.verify}"]
     for u in report.unknown:
         package = f" raised in {u.package}" if u.package else ""
-        out += ["", f"**Not covered yet:** `{u.exception}`{package}, at {_where(u.evidence)}", ""]
+        out += ["", f"**Not covered yet:** `{u.exception}`{package}, at {where(u.evidence)}", ""]
         out += _fence([f"{u.exception}: {u.message}" if u.message else u.exception, *(f"  in {f}" for f in u.frames)])
     if report.missing:
         out += ["", "**What would settle it:**", *(f"- {fact}" for fact in report.missing)]
