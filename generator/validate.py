@@ -35,8 +35,8 @@ def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
     return "did you mean " + (", ".join(near[:-1]) + " or " + near[-1] if len(near) > 1 else near[0]) + "?"
 
 
-def _unwrap(annotation: Any) -> Any:
-    """Strip Annotated, Optional and list[...] down to the item type."""
+def item_type(annotation: Any) -> Any:
+    """Strip Annotated, Optional, list[...] and dict[...] down to the item type."""
     while True:
         origin = typing.get_origin(annotation)
         if origin is typing.Annotated:
@@ -62,7 +62,7 @@ def _model_at(model: type[BaseModel], loc: Path_) -> type[BaseModel] | None:
         if info is None:
             # A dict[str, Model] level (tags.yaml): the key is data, not a field.
             continue
-        current = _unwrap(info.annotation)
+        current = item_type(info.annotation)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
