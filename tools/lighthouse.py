@@ -4,14 +4,16 @@
     python -m generator build --out /tmp/site
     python tools/lighthouse.py /tmp/site --lighthouse /tmp/lh/node_modules/.bin/lighthouse
 
-The site is served from a local port; Chromium is Debian's (CHROME_PATH).
+The site is served from a local port with gzip, as static hosts serve it; Chromium is Debian's (CHROME_PATH).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import http.server
+import io
 import json
 import os
 import statistics
@@ -33,15 +35,32 @@ PAGES = {
     "diagnosis": "diagnose/",
 }
 CATEGORIES = ["performance", "accessibility", "best-practices", "seo"]
+TEXT = {".html", ".css", ".js", ".json", ".jsonl", ".svg", ".xml", ".txt"}
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
+class _Host(http.server.SimpleHTTPRequestHandler):
+    """Serve the site as a static host does: text compressed with gzip."""
+
+    def send_head(self):  # type: ignore[no-untyped-def]
+        path = Path(self.translate_path(self.path))
+        if path.is_dir():
+            path = path / "index.html"
+        if "gzip" not in self.headers.get("Accept-Encoding", "") or path.suffix not in TEXT or not path.is_file():
+            return super().send_head()
+        body = gzip.compress(path.read_bytes(), mtime=0)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
 
 
 def _serve(site: Path) -> str:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Host, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/"
 
