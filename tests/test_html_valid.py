@@ -22,3 +22,8 @@ def vnu_errors(site: Path) -> str:
 
 def test_corpus_site_is_valid_html(corpus_site: Path) -> None:
     assert vnu_errors(corpus_site) == ""
+
+
+def test_real_site_is_valid_html(real_site: Path) -> None:
+    # Every page of the shipped content, in the layout readers get (side navigation, contents, icons).
+    assert vnu_errors(real_site) == ""
