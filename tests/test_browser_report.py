@@ -1,6 +1,4 @@
-"""The /diagnose/ page's report in Chromium: the rank timeline above the findings, accessibility in light
-and dark, no layout shift, and the progress line on a large file.
-"""
+"""The /diagnose/ page's report in Chromium: the timeline, accessibility, no layout shift, and progress."""
 
 from __future__ import annotations
 

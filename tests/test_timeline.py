@@ -1,6 +1,4 @@
-"""Per-rank onsets in the report, the rank timeline drawn from them (the same SVG text from Python and
-from the browser's engine), and `diagnose --html`, the report as one self-contained HTML file.
-"""
+"""Per-rank onsets, the rank timeline drawn from them (the same SVG from both engines), and `diagnose --html`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The report as one self-contained HTML file (`trainwreck diagnose --html`): inline CSS, no script, no
-request to anywhere, readable in light and dark, written atomically.
-"""
+"""The report as one self-contained HTML file (`diagnose --html`): inline CSS, no script, written atomically."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""The rank timeline: where each finding first appeared on each rank (or host), and which ranks printed
-none of it, as an SVG drawn from the report alone.
+"""The rank timeline: each finding's first line on each rank or host, and the silent ranks, as SVG."""
 
-static/diagnose-core.js `timelineSvg` writes the very same text, byte for byte (a test holds the two to
-it on every corpus case): every coordinate is a whole number computed with the same float operations
-in the same order, and every string is built from the tables in rules.TIMELINE.
-"""
+# static/diagnose-core.js `timelineSvg` writes the very same text, byte for byte (a test holds the two to
+# it on every corpus case): every coordinate is a whole number computed with the same float operations
+# in the same order, and every string is built from the tables in rules.TIMELINE.
 
 from __future__ import annotations
 
