@@ -18,10 +18,25 @@ function el(tag, text, className) {
   return node;
 }
 
+// A long token (a variable with its value, a module path) may wrap after its joints, never mid-word:
+// the same rule as the site's pages (markup.py `breakable`).
+function appendBreakable(node, text) {
+  for (const piece of text.split(/(\S{16,})/)) {
+    const parts = /^\S{16,}$/.test(piece) ? piece.split(/(?<=\S[./_:,=|]+)(?=[^\s./_:,=|])/) : [piece];
+    parts.forEach((part, i) => {
+      if (i) node.append(document.createElement("wbr"));
+      if (part) node.append(part);
+    });
+  }
+}
+
 // Fix and verify lines carry `code` spans; show them as code, still without parsing any HTML.
 function withCode(tag, label, text, className) {
   const node = el(tag, label, className);
-  text.split("`").forEach((part, i) => node.append(i % 2 ? el("code", part) : document.createTextNode(part)));
+  text.split("`").forEach((part, i) => {
+    const target = i % 2 ? node.appendChild(el("code")) : node;
+    appendBreakable(target, part);
+  });
   return node;
 }
 

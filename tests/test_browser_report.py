@@ -184,3 +184,15 @@ def test_a_large_file_shows_percent_speed_and_time_left_and_ends_as_the_cli(brow
     assert page.locator('svg.timeline .tl-row.tl-silent[data-rank="5"]').count() == 1
     assert errors == []
     ctx.close()
+
+
+def test_fix_and_check_lines_wrap_only_between_words_on_a_phone(browser, real_url: str) -> None:
+    from tests.test_browser_layout import MID_TOKEN_BREAKS, PHONE
+
+    ctx, page, errors = _page(browser, **PHONE)
+    _diagnose_on_page(page, real_url, _logs("pytorch-distributed/ms-swift-6301-rank11-oom-then-watchdog"))
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is wider than a phone; it wraps at its joints.
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in page.locator(".finding .fix").first.inner_text()
+    assert page.evaluate(MID_TOKEN_BREAKS, ".finding .fix, .finding .verify") == []
+    assert errors == []
+    ctx.close()
