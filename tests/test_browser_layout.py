@@ -43,7 +43,10 @@ new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
     if (e.hadRecentInput) continue;
     window.__cls += e.value;
-    window.__shifts.push(e.sources.map((s) => s.node ? (s.node.id || s.node.className || s.node.nodeName) : "?"));
+    // What moved, from where to where, so that a failure says what to fix.
+    window.__shifts.push(e.sources.map((s) => [s.node ? (s.node.id || s.node.className || s.node.nodeName) : "?",
+      [s.previousRect.x, s.previousRect.y, s.previousRect.width, s.previousRect.height],
+      [s.currentRect.x, s.currentRect.y, s.currentRect.width, s.currentRect.height]]));
   }
 }).observe({ type: "layout-shift", buffered: true });
 """
