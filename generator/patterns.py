@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, TypeVar
 
 # Escapes whose meaning Python (with re.ASCII) and JavaScript (without the u flag) share.
 _CLASS_ESCAPES = set("dDwWsSbB")
@@ -302,6 +303,7 @@ def _structural_problem(items: Any, product: int = 1) -> str | None:
 # loops on one word (EDA) costs exponential time, two loops joined by a path that reads those loops' word
 # too (IDA) polynomial time. The criteria are decided exactly, on an automaton that may take more paths
 # than the engines (bounds read as unbounded, non-ASCII characters as one), so a doubt is a rejection.
+_S = TypeVar("_S")  # a state of one of the product automata
 _HAT, _DOLLAR, _BOUND, _NOT_BOUND = 1, 2, 4, 8  # the zero-width assertions a step passes on its way
 _MASK_ALL = (1 << 129) - 1
 _MASK_WORD = sum(1 << c for c in _WORD)
@@ -814,40 +816,31 @@ class _Analysis:
         if len(c1) == 1 and len(c2) == 1:
             (p,), (q,) = c1, c2
             key = label[p] & label[q]  # both stay on their own loop, so each character is in both
-            seen, stack = {p}, [p]
-            while key and stack:
-                for b in succ[stack.pop()]:
-                    if b in live and label[b] & key:
-                        if b == q:
-                            return True
-                        if b not in seen:
-                            self._spend()
-                            seen.add(b)
-                            stack.append(b)
-            return False
+            return bool(key) and self._reaches(p, q, lambda u: (b for b in succ[u] if b in live and label[b] & key))
         inner1 = {u: [v for v in succ[u] if v in c1] for u in c1}
         inner2 = {u: [v for v in succ[u] if v in c2] for u in c2}
-        for p in sorted(c1):
-            for q in sorted(c2):
-                goal = (p, q, q)
-                seen3 = {(p, p, q)}
-                stack3 = [(p, p, q)]
-                while stack3:
-                    a, b, c = stack3.pop()
-                    for a2 in inner1[a]:
-                        for c2_ in inner2[c]:
-                            both = label[a2] & label[c2_]
-                            if not both:
-                                continue
-                            for b2 in succ[b]:
-                                if b2 in live and label[b2] & both:
-                                    nxt = (a2, b2, c2_)
-                                    if nxt == goal:
-                                        return True
-                                    if nxt not in seen3:
-                                        self._spend()
-                                        seen3.add(nxt)
-                                        stack3.append(nxt)
+
+        def moves(state: tuple[int, int, int]) -> Iterator[tuple[int, int, int]]:
+            a, b, c = state
+            for a2 in inner1[a]:
+                for c2_ in inner2[c]:
+                    both = label[a2] & label[c2_]
+                    if both:
+                        yield from ((a2, b2, c2_) for b2 in succ[b] if b2 in live and label[b2] & both)
+
+        return any(self._reaches((p, p, q), (p, q, q), moves) for p in sorted(c1) for q in sorted(c2))
+
+    def _reaches(self, start: _S, goal: _S, moves: Callable[[_S], Iterable[_S]]) -> bool:
+        """Depth-first search from start for goal, each new state spending the analysis budget."""
+        seen, stack = {start}, [start]
+        while stack:
+            for state in moves(stack.pop()):
+                if state == goal:
+                    return True
+                if state not in seen:
+                    self._spend()
+                    seen.add(state)
+                    stack.append(state)
         return False
 
 

@@ -122,17 +122,24 @@ async def test_hover_on_a_failure_line_shows_summary_fix_and_check(client: Langu
     assert empty is None
 
 
-async def test_code_actions_open_the_page_copy_the_report_and_diagnose_a_selection(client: LanguageClient) -> None:
-    uri = open_doc(client, MULTI_RANK, "log")
-    await diagnostics(client, uri)
-    where = types.Range(start=types.Position(line=4, character=0), end=types.Position(line=5, character=10))
-    actions = await client.text_document_code_action_async(
+async def code_actions(
+    client: LanguageClient, uri: str, where: types.Range
+) -> list[types.Command | types.CodeAction] | None:
+    """The code actions the server offers for a range of a document."""
+    return await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             range=where,
             context=types.CodeActionContext(diagnostics=[]),
         )
     )
+
+
+async def test_code_actions_open_the_page_copy_the_report_and_diagnose_a_selection(client: LanguageClient) -> None:
+    uri = open_doc(client, MULTI_RANK, "log")
+    await diagnostics(client, uri)
+    where = types.Range(start=types.Position(line=4, character=0), end=types.Position(line=5, character=10))
+    actions = await code_actions(client, uri, where)
     assert actions is not None
     titles = [a.title for a in actions]
     assert titles[0].startswith("Open the entry page: ")
@@ -163,13 +170,7 @@ async def test_diagnose_selection_in_any_file(client: LanguageClient, tmp_path: 
     notes.write_text("# What happened\n\nThe job died:\n\n" + "\n".join(lines[3:6]) + "\n\nThen nothing.\n")
     uri = open_doc(client, notes, "markdown")
     where = types.Range(start=types.Position(line=4, character=0), end=types.Position(line=7, character=0))
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=where,
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
+    actions = await code_actions(client, uri, where)
     assert actions is not None
     assert [a.title for a in actions] == ["Diagnose this selection"]
     command = command_of(actions[0])
