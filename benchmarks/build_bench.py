@@ -38,6 +38,9 @@ def synthetic_corpus(target: Path, copies: int) -> None:
     for name in ("site.yaml", "tags.yaml", "hubs"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, target / name)
+    # The home page's "try a real log" examples point into the corpus.
+    for example in yaml.safe_load((ROOT / "site.yaml").read_text(encoding="utf-8")).get("examples", []):
+        shutil.copytree(ROOT / example["case"], target / example["case"])
     entries = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "entries").rglob("*.yaml"))]
     ids = {e["id"] for e in entries}
     out = target / "entries" / "synthetic"
@@ -56,18 +59,22 @@ def synthetic_corpus(target: Path, copies: int) -> None:
 
 
 def _unique(sig: dict, k: int, original: str) -> dict:
+    """Return the k-th copy of a signature: a literal of the original's matched text behind a unique tag."""
     sig = dict(sig)
-    # A copy's example still contains the original's text, so that overlap is declared, as on purpose.
-    sig["refines"] = [original]
-    tag = f"copy{k}: "
+    example = sig["examples"][0]
     if "literal" in sig:
-        sig["literal"] = tag + sig["literal"]
-        sig["examples"] = [tag + sig["literal"][len(tag) :]]
+        text = sig["literal"]
     else:
-        match = re.search(sig["regex"], sig["examples"][0], re.ASCII)
+        match = re.search(sig["regex"], example, re.ASCII)
         assert match is not None
-        sig["regex"] = tag + sig["regex"]
-        sig["examples"] = [tag + match.group(0)]
+        text = match.group(0)
+        del sig["regex"]
+    text = text[:280]  # room for the tag within the 300-character limit
+    # The copy's line still holds the original's text, so that overlap is declared, as on purpose.
+    refines = [original, *sig.get("refines", [])]
+    sig["refines"] = [*refines, *(f"{r}-copy{k}" for r in refines[1:])]
+    sig["literal"] = f"[copy{k}] {text}"
+    sig["examples"] = [sig["literal"]]
     return sig
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from generator import __version__
 from generator.diagnose.errors import DiagnoseError
-from generator.errors import ContentError, Problem, StrictModeError, TrainwreckError
+from generator.errors import ContentError, Problem, StrictModeError, TrainwreckError, tally
 
 
 def _warn(warnings: list[Problem], quiet: bool) -> None:
@@ -50,19 +51,87 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check the content without writing anything."""
+    """Check the content without writing anything; report only the problems under the given paths."""
     from generator.build import load_catalog
 
-    catalog = load_catalog(_root(args))
-    _warn(catalog.warnings, args.quiet)
-    if args.strict and catalog.warnings:
-        raise StrictModeError(catalog.warnings)
+    root = _root(args)
+    scope = _scope(root, args.paths)
+    github = args.format == "github"
+    prefix = _repository_prefix(root) if github else ""
+    try:
+        catalog = load_catalog(root)
+    except ContentError as exc:
+        if scope is None and not github:
+            raise  # main() prints the report, as for every other command
+        errors = [p for p in exc.problems if _within(p.path, scope)]
+        if not errors:
+            # Warnings come from the cross-file pass, which only runs on content without errors.
+            print(
+                f"OK: no errors in the {len(scope or [])} path(s) checked; their warnings are checked once "
+                f"the {len(exc.problems)} problem(s) in other files are fixed."
+            )
+            return 0
+        if not github:
+            raise ContentError(errors) from None
+        for error in errors:
+            print(_located(error, prefix).annotation("error"))
+        print(f"{tally(errors)}.", file=sys.stderr)
+        return 1
+    warnings = [w for w in catalog.warnings if _within(w.path, scope)]
+    if github:
+        if not args.quiet or args.strict:
+            for warning in warnings:
+                print(_located(warning, prefix).annotation("warning"))
+        if args.strict and warnings:
+            print(f"Aborted with {len(warnings)} warning(s) in strict mode.", file=sys.stderr)
+            return 1
+    else:
+        _warn(warnings, args.quiet)
+        if args.strict and warnings:
+            raise StrictModeError(warnings)
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
+    checked = "" if scope is None else f" in the {len(scope)} path(s) checked"
     print(
         f"OK: {len(catalog.entries)} entries, {len(catalog.hubs)} hubs, {signatures} signatures, "
-        f"{len(catalog.warnings)} warning(s)."
+        f"{len(warnings)} warning(s){checked}."
     )
     return 0
+
+
+def _scope(root: Path, paths: list[str]) -> list[str] | None:
+    """Return the given files and folders relative to the project root, or None to report everything."""
+    if not paths:
+        return None
+    scope = []
+    for given in paths:
+        # Symbolic links inside the project keep their own name, as the loader reports it.
+        path = Path(os.path.abspath(given))
+        if not path.exists() and not path.is_symlink():
+            raise TrainwreckError(f"{given}: no such file or folder")
+        if not path.is_relative_to(root):
+            path = path.parent.resolve() / path.name
+        if not path.is_relative_to(root):
+            raise TrainwreckError(f"{given} is outside the project {root}")
+        scope.append(path.relative_to(root).as_posix())
+    return scope
+
+
+def _within(path: str, scope: list[str] | None) -> bool:
+    """Whether a problem's path is one of the scope's files or lies in one of its folders."""
+    path = path.rstrip("/")
+    return scope is None or any(s == "." or path == s or path.startswith(f"{s}/") for s in scope)
+
+
+def _repository_prefix(root: Path) -> str:
+    """Return the project folder's path in its git work tree and a slash (nothing at the top), as annotations need."""
+    for folder in [root, *root.parents]:
+        if (folder / ".git").exists():
+            return "" if folder == root else f"{root.relative_to(folder).as_posix()}/"
+    return ""
+
+
+def _located(problem: Problem, prefix: str) -> Problem:
+    return dataclasses.replace(problem, path=prefix + problem.path) if prefix else problem
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -224,7 +293,19 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_build)
 
     v = sub.add_parser("validate", help="check entries, hubs and tags without writing anything")
+    v.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="report only the problems in these files or folders (the whole content is still checked)",
+    )
     v.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    v.add_argument(
+        "--format",
+        choices=["text", "github"],
+        default="text",
+        help="github: print each problem as a GitHub Actions annotation on its file and line",
+    )
     v.set_defaults(func=cmd_validate)
 
     n = sub.add_parser("new", help="scaffold a new entry")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True, order=True)
@@ -21,6 +23,35 @@ class Problem:
         text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
         return f"{text} (hint: {self.hint})" if self.hint else text
 
+    def annotation(self, level: Literal["error", "warning"]) -> str:
+        """Return the problem as a GitHub Actions workflow command, shown on its line of the pull request."""
+        properties = [f"file={_escape_property(self.path)}"]
+        if self.line:
+            properties.append(f"line={self.line}")
+            if self.column:
+                properties.append(f"col={self.column}")
+        if self.field:
+            properties.append(f"title={_escape_property(self.field)}")
+        message = f"{self.message} (hint: {self.hint})" if self.hint else self.message
+        return f"::{level} {','.join(properties)}::{_escape_data(message)}"
+
+
+def _escape_data(text: str) -> str:
+    # GitHub's runner decodes exactly these in a command's message; `%` first, or its own escapes would be doubled.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    # In a property value `:` would end the properties and `,` would start the next one.
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def tally(problems: Iterable[Problem]) -> str:
+    """Return `Found N problem(s) in M file(s)`, the start of every closing line that counts problems."""
+    found = list(problems)
+    noun = "problem" if len(found) == 1 else "problems"
+    return f"Found {len(found)} {noun} in {len({p.path for p in found})} file(s)"
+
 
 class TrainwreckError(Exception):
     """Base class of every error the CLI prints as a message."""
@@ -36,9 +67,7 @@ class ContentError(TrainwreckError):
     def report(self) -> str:
         """Return every problem on its own line, then a summary line."""
         lines = [str(p) for p in self.problems]
-        files = len({p.path for p in self.problems})
-        noun = "problem" if len(self.problems) == 1 else "problems"
-        lines.append(f"Found {len(self.problems)} {noun} in {files} file(s); nothing was written.")
+        lines.append(f"{tally(self.problems)}; nothing was written.")
         return "\n".join(lines)
 
 

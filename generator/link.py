@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -12,7 +13,7 @@ from pygments.lexers import get_all_lexers
 from generator.diagnose import rules
 from generator.errors import ContentError, Problem
 from generator.load import Document, Example
-from generator.patterns import compile_signature, regex_problem
+from generator.patterns import compile_signature, regex_problem, required_literal
 from generator.schema import DiagnoseExample, Entry, Hub, HubRef, SiteConfig, TagInfo
 from generator.validate import Validated, did_you_mean
 
@@ -122,15 +123,27 @@ def _check_languages(validated: Validated, problems: list[Problem]) -> None:
                 )
 
 
-def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
+def _matcher(kind: str, pattern: str) -> Callable[[str], bool]:
+    """Whether a line holds the signature; a literal is a substring test, as the index contract says."""
+    if kind == "literal":
+        return lambda line: pattern in line
+    search = compile_signature(kind, pattern).search
+    return lambda line: search(line) is not None
+
+
+def _check_signatures(validated: Validated, problems: list[Problem]) -> dict[tuple[str, str], Callable[[str], bool]]:
+    """Check each signature on its own; return a matcher for every signature that is safe to run."""
     owners: dict[tuple[str, str], str] = {}
+    matchers: dict[tuple[str, str], Callable[[str], bool]] = {}
     for entry, doc in validated.entries:
         for i, sig in enumerate(entry.signatures):
             loc: tuple[str | int, ...] = ("signatures", i, sig.kind)
-            if sig.regex is not None and (why := regex_problem(sig.regex)):
-                problems.append(doc.problem(loc, f"unsafe regex: {why}"))
-                continue
             key = (sig.kind, sig.pattern)
+            if key not in matchers:
+                if sig.regex is not None and (why := regex_problem(sig.regex)):
+                    problems.append(doc.problem(loc, f"unsafe regex: {why}"))
+                    continue
+                matchers[key] = _matcher(*key)
             if key in owners and owners[key] != entry.id:
                 problems.append(
                     doc.problem(
@@ -140,9 +153,8 @@ def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
                     )
                 )
             owners.setdefault(key, entry.id)
-            compiled = compile_signature(sig.kind, sig.pattern)
             for j, example in enumerate(sig.examples):
-                if not compiled.search(example):
+                if not matchers[key](example):
                     problems.append(
                         doc.problem(
                             ("signatures", i, "examples", j),
@@ -150,16 +162,62 @@ def _check_signatures(validated: Validated, problems: list[Problem]) -> None:
                             f"pattern: {sig.pattern}",
                         )
                     )
+    return matchers
 
 
-def _check_refinements(validated: Validated, problems: list[Problem]) -> None:
+WORD = re.compile(r"\w+", re.ASCII)
+
+
+class _SignatureFinder:
+    """Every signature that matches a line, found in time linear in the content rather than quadratic.
+
+    Each signature is filed under one whole word of the text every match must contain (its rarest
+    such word), so a line is tried only against the signatures filed under its own words, and
+    against the few that have no whole word to file under.
+    """
+
+    def __init__(self, signatures: list[tuple[str, tuple[str, str], Callable[[str], bool]]]) -> None:
+        self.signatures = signatures
+        words_of = [self._words(required_literal(*key)) for _, key, _ in signatures]
+        frequency = Counter(word for words in words_of for word in words)
+        self.always: list[int] = []
+        self.by_word: dict[str, list[int]] = defaultdict(list)
+        for position, words in enumerate(words_of):
+            if words:
+                self.by_word[min(words, key=lambda w: (frequency[w], w))].append(position)
+            else:
+                self.always.append(position)
+
+    @staticmethod
+    def _words(required: str) -> set[str]:
+        """The words of the required text that stand whole in it, hence in any line that holds it."""
+        return {m.group() for m in WORD.finditer(required) if m.start() > 0 and m.end() < len(required)}
+
+    def owners(self, line: str) -> set[tuple[str, tuple[str, str]]]:
+        """The (entry, signature key) of every signature that matches the line."""
+        positions = set(self.always)
+        for word in set(WORD.findall(line)):
+            positions.update(self.by_word.get(word, ()))
+        found = set()
+        for position in positions:
+            entry_id, key, matches = self.signatures[position]
+            if matches(line):
+                found.add((entry_id, key))
+        return found
+
+
+def _check_refinements(
+    validated: Validated, problems: list[Problem], matchers: dict[tuple[str, str], Callable[[str], bool]]
+) -> None:
     """Every example must be matched by its own entry only, unless this signature refines the other entry."""
-    compiled = [
-        (entry.id, (sig.kind, sig.pattern), compile_signature(sig.kind, sig.pattern))
-        for entry, _ in validated.entries
-        for sig in entry.signatures
-        if sig.kind == "literal" or regex_problem(sig.pattern) is None
-    ]
+    finder = _SignatureFinder(
+        [
+            (entry.id, key, matchers[key])
+            for entry, _ in validated.entries
+            for sig in entry.signatures
+            if (key := (sig.kind, sig.pattern)) in matchers
+        ]
+    )
     refined_by: dict[str, set[str]] = defaultdict(set)
     for entry, _ in validated.entries:
         for sig in entry.signatures:
@@ -170,9 +228,7 @@ def _check_refinements(validated: Validated, problems: list[Problem]) -> None:
             own = (sig.kind, sig.pattern)
             for j, example in enumerate(sig.examples):
                 # An identical signature in another entry is reported once, as a duplicate claim.
-                others = sorted(
-                    {eid for eid, key, rx in compiled if eid != entry.id and key != own and rx.search(example)}
-                )
+                others = sorted({eid for eid, key in finder.owners(example) if eid != entry.id and key != own})
                 undeclared = [eid for eid in others if eid not in sig.refines]
                 if undeclared:
                     problems.append(
@@ -293,9 +349,9 @@ def link_catalog(validated: Validated) -> Catalog:
     problems = list(validated.problems)
     _check_ids(validated, problems)
     _check_references(validated, problems)
-    _check_signatures(validated, problems)
+    matchers = _check_signatures(validated, problems)
     _check_languages(validated, problems)
-    _check_refinements(validated, problems)
+    _check_refinements(validated, problems, matchers)
     _check_frames_and_wraps(validated, problems)
     if problems or validated.site is None or validated.tags is None:
         raise ContentError(problems)

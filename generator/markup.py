@@ -6,7 +6,6 @@ import html
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from html.parser import HTMLParser
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -132,42 +131,24 @@ class Heading:
     children: list[Heading] = field(default_factory=list)
 
 
-class _Outliner(HTMLParser):
-    """Collect the h2 and h3 headings that carry an id, without their "¶" anchor links."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.found: list[tuple[int, str, str]] = []
-        self._open: tuple[int, str] | None = None
-        self._text: list[str] = []
-        self._in_anchor = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        names = dict(attrs)
-        if tag in ("h2", "h3") and names.get("id"):
-            self._open, self._text = (int(tag[1]), names["id"] or ""), []
-        elif tag == "a" and self._open and "anchor" in (names.get("class") or "").split():
-            self._in_anchor += 1
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._in_anchor:
-            self._in_anchor -= 1
-        elif self._open and tag == f"h{self._open[0]}":
-            self.found.append((*self._open, " ".join("".join(self._text).split())))
-            self._open = None
-
-    def handle_data(self, data: str) -> None:
-        if self._open and not self._in_anchor:
-            self._text.append(data)
+# Headings are written by the templates and by markdown-it, never inside another heading, so a scan
+# of the HTML finds them exactly; an HTML parser over every page cost more than rendering it.
+_HEADING = re.compile(r"<h([23])\b([^>]*)>(.*?)</h\1\s*>", re.DOTALL | re.IGNORECASE)
+_HEADING_ID = re.compile(r"""\bid\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
+_ANCHOR_LINK = re.compile(r"""<a\b[^>]*\bclass=["'](?:[^"']*\s)?anchor(?:\s[^"']*)?["'][^>]*>.*?</a\s*>""", re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
 
 
 def outline(html_text: str) -> list[Heading]:
     """Return the page's h2 sections, each with its h3 subsections, in document order."""
-    parser = _Outliner()
-    parser.feed(html_text)
-    parser.close()
     tree: list[Heading] = []
-    for level, anchor, text in parser.found:
+    for match in _HEADING.finditer(html_text):
+        found = _HEADING_ID.search(match.group(2))
+        anchor = html.unescape(next((g for g in found.groups() if g is not None), "")) if found else ""
+        if not anchor:
+            continue
+        level = int(match.group(1))
+        text = " ".join(html.unescape(_TAG.sub("", _ANCHOR_LINK.sub("", match.group(3)))).split())
         if level == 2 or not tree:
             tree.append(Heading(anchor, text))
         else:
