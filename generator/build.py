@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator.cache import PageCache, code_digest
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
 from generator.errors import Problem, StrictModeError
 from generator.index import build_signature_index
 from generator.link import Catalog, link_catalog
-from generator.load import load_sources
+from generator.load import Memo, load_sources
 from generator.markup import pygments_css
-from generator.render import example_files, render_pages
+from generator.render import Renderer, example_files, page_views, render_views
 from generator.search import index_site
 from generator.validate import validate_sources
-from generator.write import copy_static, staging, write_files
+from generator.write import copy_static, staging, write_files, write_pages
 
 # Templates and static assets ship beside the package; content may live anywhere.
 THEME = Path(__file__).resolve().parent.parent
@@ -31,37 +35,75 @@ class BuildResult:
     entries: int
     signatures: int
     warnings: list[Problem]
+    rendered: list[str]  # the pages not found in the page cache, hence changed since the last build
 
 
-def load_catalog(root: Path) -> Catalog:
+def load_catalog(root: Path, memo: Memo | None = None) -> Catalog:
     """Load, validate and link the content under root; raise ContentError listing every problem."""
-    return link_catalog(validate_sources(load_sources(root)))
+    return link_catalog(validate_sources(load_sources(root, memo)))
 
 
-def build(root: Path, out_dir: Path, *, strict: bool = False, search: bool = True, theme: Path = THEME) -> BuildResult:
-    """Build the site from the content under root into out_dir, replacing it only on success."""
+def cache_folder(out_dir: Path) -> Path:
+    """Where builds into out_dir keep rendered pages: beside it, so a cache never lands in the site."""
+    out_dir = out_dir.resolve()
+    return out_dir.parent / f".{out_dir.name}.cache"
+
+
+def build(
+    root: Path,
+    out_dir: Path,
+    *,
+    strict: bool = False,
+    search: bool = True,
+    theme: Path = THEME,
+    cache: bool = True,
+    jobs: int | None = None,
+    memo: Memo | None = None,
+    previous_search: bool = False,
+) -> BuildResult:
+    """Build the site from the content under root into out_dir, replacing it only on success.
+
+    With search off and previous_search on, the search index of the site being replaced is kept, so
+    that `serve` can show a change at once and index it a moment later.
+    """
     # Everything is gathered and checked before the first byte is written.
-    catalog = load_catalog(root)
+    catalog = load_catalog(root, memo)
     if strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
 
-    # Render in memory: pages, the public signature index, crawler files.
-    pages = render_pages(catalog, theme / "templates")
+    # Every page as a view: the data its template reads, cheap to make and to compare with the last build.
+    renderer = Renderer(catalog, theme / "templates")
+    views = page_views(renderer)
+    rendered: list[str] = []
+    salt = code_digest(theme / "templates", [catalog.site])
+    store = PageCache(cache_folder(out_dir) / "pages", salt) if cache else None
     files: dict[str, str | bytes] = {
-        **pages,
         **build_signature_index(catalog),
-        **build_crawl_files(catalog, list(pages)),
+        **build_crawl_files(catalog, [view.path for view in views]),
         **example_files(catalog),
+        "static/pygments.css": pygments_css(),
+        "static/diagnose-rules.js": browser_rules(),
     }
 
-    # Write into a staging folder; Pagefind indexes the finished pages last.
+    # Into a staging folder: pages are rendered over the cores, written as they come and handed to Pagefind.
     with staging(out_dir) as stage:
         copy_static(theme / "static", stage)
-        write_files(
-            stage, {**files, "static/pygments.css": pygments_css(), "static/diagnose-rules.js": browser_rules()}
-        )
+        write_files(stage, files)
+        pages = write_pages(stage, render_views(renderer, views, store, jobs or _cores(), rendered.append))
         if search:
             index_site(stage, pages)
+        else:
+            deque(pages, maxlen=0)
+            if previous_search and (out_dir / "pagefind").is_dir():
+                shutil.copytree(out_dir / "pagefind", stage / "pagefind", copy_function=os.link)
+    if store:
+        store.prune()
 
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
-    return BuildResult(out_dir, catalog.site.path(), len(pages), len(catalog.entries), signatures, catalog.warnings)
+    return BuildResult(
+        out_dir, catalog.site.path(), len(views), len(catalog.entries), signatures, catalog.warnings, rendered
+    )
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -40,7 +40,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     root = _root(args)
     out = Path(args.out) if args.out else root / "site"
     started = time.perf_counter()
-    result = build(root, out, strict=args.strict, search=not args.no_search)
+    result = build(root, out, strict=args.strict, search=not args.no_search, cache=not args.no_cache, jobs=args.jobs)
     _warn(result.warnings, args.quiet)
     seconds = time.perf_counter() - started
     print(
@@ -278,6 +278,16 @@ def cmd_sources(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     """Return the argument parser."""
     p = argparse.ArgumentParser(prog="trainwreck", description="Build the Trainwreck failure encyclopedia.")
@@ -290,6 +300,12 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--strict", action="store_true", help="treat warnings as errors")
     b.add_argument("--out", help="output folder (default: site/)")
     b.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
+    b.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="render every page, neither reading nor writing the page cache (.SITE.cache beside the output)",
+    )
+    b.add_argument("--jobs", type=_positive, help="processes that render pages (default: one per core)")
     b.set_defaults(func=cmd_build)
 
     v = sub.add_parser("validate", help="check entries, hubs and tags without writing anything")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import PurePosixPath
 
 from pygments.lexers import get_all_lexers
@@ -335,13 +337,31 @@ def _warnings(
     return sorted(warnings)
 
 
-def _rank_related(entry: Entry, entries: dict[str, Entry], by_category: dict[str, list[str]]) -> list[str]:
-    """Explicit related entries first, then same-category entries by shared tags."""
-    chosen = list(entry.related)
-    tags = set(entry.tags)
-    others = [o for o in by_category[entry.category] if o != entry.id and o not in chosen]
-    others.sort(key=lambda o: (-len(tags & set(entries[o].tags)), o))
-    return (chosen + others)[: max(RELATED_LIMIT, len(chosen))]
+def _rank_related(entries: dict[str, Entry], by_category: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each entry's explicit related entries first, then same-category entries by shared tags, then by id."""
+    # Entries that share no tag come in id order, so only those sharing one need counting: a count
+    # over the category's per-tag lists rather than every pair of entries in the category.
+    members: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for category, ids in by_category.items():
+        for other in sorted(ids):
+            for tag in set(entries[other].tags):
+                members[(category, tag)].append(other)
+    sorted_ids = {category: sorted(ids) for category, ids in by_category.items()}
+    related = {}
+    for entry in entries.values():
+        chosen = list(entry.related)
+        wanted = max(RELATED_LIMIT, len(chosen)) - len(chosen)
+        shared: Counter[str] = Counter()
+        for tag in set(entry.tags):
+            shared.update(members[(entry.category, tag)])
+        skip = {entry.id, *chosen}
+        ranked = heapq.nsmallest(wanted + len(skip), ((-n, o) for o, n in shared.items()))
+        picked = [o for _, o in ranked if o not in skip][:wanted]
+        if len(picked) < wanted:
+            skip.update(picked)
+            picked += islice((o for o in sorted_ids[entry.category] if o not in skip), wanted - len(picked))
+        related[entry.id] = chosen + picked
+    return related
 
 
 def link_catalog(validated: Validated) -> Catalog:
@@ -385,7 +405,7 @@ def link_catalog(validated: Validated) -> Catalog:
         by_category=dict(sorted(by_category.items())),
         by_system=dict(sorted(by_system.items())),
         hub_rows=dict(sorted(hub_rows.items())),
-        related={eid: _rank_related(e, entries, by_category) for eid, e in entries.items()},
+        related=_rank_related(entries, by_category),
         backlinks=dict(sorted(backlinks.items())),
         warnings=_warnings(validated, by_tag, hub_rows),
         examples=[(x, validated.examples[x.case]) for x in validated.site.examples],

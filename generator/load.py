@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,13 +115,41 @@ class _Walker:
         return value
 
 
-def load_yaml(path: Path, display: str) -> tuple[Document, list[Problem]]:
+class Memo:
+    """What a long-running process (serve) keeps between builds: each file parsed and checked, by its bytes."""
+
+    def __init__(self) -> None:
+        self.parsed: dict[tuple[str, bytes], tuple[Document, list[Problem]]] = {}
+        self.checked: dict[int, tuple[Document, Any, list[Problem]]] = {}  # by id() of a parsed Document
+        self._seen: set[tuple[str, bytes]] = set()
+
+    def parse(self, display: str, raw: bytes) -> tuple[Document, list[Problem]]:
+        """Parse raw unless these very bytes were parsed under this name before."""
+        key = (display, hashlib.sha256(raw).digest())
+        self._seen.add(key)
+        if key not in self.parsed:
+            self.parsed[key] = _parse(display, raw)
+        return self.parsed[key]
+
+    def forget_unseen(self) -> None:
+        """Drop the files no longer in the content, or changed since; called once a load is complete."""
+        for key in set(self.parsed) - self._seen:
+            doc, _ = self.parsed.pop(key)
+            self.checked.pop(id(doc), None)
+        self._seen = set()
+
+
+def load_yaml(path: Path, display: str, memo: Memo | None = None) -> tuple[Document, list[Problem]]:
     """Parse one YAML file; return the document and any problems found while reading it."""
-    doc = Document(display, None)
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return doc, [Problem(display, 0, 0, "", f"cannot read file: {exc.strerror}")]
+        return Document(display, None), [Problem(display, 0, 0, "", f"cannot read file: {exc.strerror}")]
+    return memo.parse(display, raw) if memo else _parse(display, raw)
+
+
+def _parse(display: str, raw: bytes) -> tuple[Document, list[Problem]]:
+    doc = Document(display, None)
     if len(raw) > MAX_FILE_BYTES:
         return doc, [Problem(display, 0, 0, "", f"file is larger than {MAX_FILE_BYTES} bytes")]
     try:
@@ -168,14 +197,15 @@ class Sources:
     hubs: list[Document]
     problems: list[Problem]
     examples: dict[str, Example] = field(default_factory=dict)  # by case folder
+    memo: Memo | None = None
 
 
-def load_sources(root: Path) -> Sources:
+def load_sources(root: Path, memo: Memo | None = None) -> Sources:
     """Parse site.yaml, tags.yaml, entries/**/*.yaml and hubs/*.yaml under a project root."""
     problems: list[Problem] = []
 
     def read(path: Path) -> Document:
-        doc, found = load_yaml(path, path.relative_to(root).as_posix())
+        doc, found = load_yaml(path, path.relative_to(root).as_posix(), memo)
         problems.extend(found)
         return doc
 
@@ -194,7 +224,9 @@ def load_sources(root: Path) -> Sources:
         # Building nothing would replace a real site with an empty one.
         problems.append(Problem("entries/", 0, 0, "", "no entries found (expected entries/<system>/<id>.yaml)"))
     examples = _examples(root, site, problems)
-    return Sources(root, site, tags, entries, hubs, problems, examples)
+    if memo:
+        memo.forget_unseen()
+    return Sources(root, site, tags, entries, hubs, problems, examples, memo)
 
 
 def _examples(root: Path, site: Document, problems: list[Problem]) -> dict[str, Example]:

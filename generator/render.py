@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import jinja2
@@ -30,6 +32,9 @@ from generator.taxonomy import CATEGORIES, SYSTEMS
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 RECENT_ENTRIES = 8
+# A page's side navigation lists at most this many of its category's entries, so a page's size does not
+# grow with the category's.
+SIDENAV_LIMIT = 120
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ class EntryPageContext:
 
     page: Page
     entry: Entry
-    faq: list[tuple[str, Markup]]
+    faq: list[Any]  # FaqItem in the view; (question, answer HTML) once rendered
     related: list[EntryRow]
     backlinks: list[EntryRow]
     edit_url: str
@@ -156,6 +161,15 @@ class FailuresContext:
     total: int
 
 
+@dataclass(frozen=True)
+class PageView:
+    """One page to write: its output path, its template, and everything that template reads."""
+
+    path: str
+    template: str
+    context: Any  # one of the *Context classes, holding plain data only
+
+
 def _environment(templates: Path) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates),
@@ -215,6 +229,7 @@ class Renderer:
         self.catalog = catalog
         self.site = catalog.site
         self.env = _environment(templates)
+        self._by_title: dict[str, list[tuple[str, str]]] = {}
         self.env.globals.update(
             site=self.site,
             path=self.site.path,
@@ -262,19 +277,32 @@ class Renderer:
             jsonld.append(self._breadcrumbs_ld(trail))
         return Page(path, title, description, trail if crumbs else [], jsonld, **kw)
 
-    def _render(self, template: str, context: Any) -> str:
-        return self.env.get_template(template).render(ctx=context, page=context.page)
+    def _view(self, path: str, template: str, context: Any) -> PageView:
+        return PageView(path, template, context)
+
+    def render(self, view: PageView) -> str:
+        """Render one page's HTML from its view."""
+        context = self._expand_entry(view.context) if isinstance(view.context, EntryPageContext) else view.context
+        return self.env.get_template(view.template).render(ctx=context, page=context.page)
+
+    def _expand_entry(self, context: EntryPageContext) -> EntryPageContext:
+        """Render the FAQ's Markdown, which its JSON-LD quotes as plain text; left out of the view, as costly."""
+        faq_html = [(item.question, Markup(render_markdown(item.answer))) for item in context.faq]
+        if not faq_html:
+            return context
+        jsonld = list(context.page.jsonld)
+        jsonld.insert(1, self._faq_ld(faq_html))
+        return replace(context, faq=faq_html, page=replace(context.page, jsonld=jsonld))
 
     def _edit_url(self, source: str) -> str:
         return f"{self.site.repo_url.rstrip('/')}/edit/{self.site.edit_branch}/{source}"
 
     # -- pages -----------------------------------------------------------------------------------
 
-    def render_entry(self, entry: Entry) -> tuple[str, str]:
+    def render_entry(self, entry: Entry) -> PageView:
         """Render /failures/<id>/."""
         path = f"failures/{entry.id}/"
         faq = expand_faq(entry, self.catalog)
-        faq_html = [(item.question, Markup(render_markdown(item.answer))) for item in faq]
         article = {
             "@context": "https://schema.org",
             "@type": "TechArticle",
@@ -289,7 +317,7 @@ class Renderer:
             "about": [SYSTEMS[s.id].name for s in entry.systems],
             "inLanguage": self.site.language,
         }
-        jsonld = [article, self._faq_ld(faq_html)] if faq else [article]
+        jsonld = [article]  # the FAQ's JSON-LD follows the article, once its Markdown is rendered
         page = self._page(
             path,
             entry.title,
@@ -305,7 +333,7 @@ class Renderer:
         context = EntryPageContext(
             page=page,
             entry=entry,
-            faq=faq_html,
+            faq=faq,
             related=[self.row(i) for i in self.catalog.related.get(entry.id, [])],
             backlinks=[
                 self.row(i)
@@ -317,12 +345,22 @@ class Renderer:
             systems=[(s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems],
             tags=[(t, self.catalog.tags[t].title) for t in entry.tags],
             hubs=[(h.hub, self.catalog.hubs[h.hub].title) for h in entry.hubs],
-            siblings=sorted(
-                ((i, self.catalog.entries[i].title) for i in self.catalog.by_category[entry.category]),
-                key=lambda item: item[1].lower(),
-            ),
+            siblings=self._siblings(entry),
         )
-        return path + "index.html", self._render("entry.html", context)
+        return self._view(path + "index.html", "entry.html", context)
+
+    def _siblings(self, entry: Entry) -> list[tuple[str, str]]:
+        """The category's entries by title around this one, at most SIDENAV_LIMIT: the rest are a click away."""
+        ordered = self._by_title.get(entry.category)
+        if ordered is None:
+            ids = self.catalog.by_category[entry.category]
+            ordered = sorted(((i, self.catalog.entries[i].title) for i in ids), key=lambda item: item[1].lower())
+            self._by_title[entry.category] = ordered
+        if len(ordered) <= SIDENAV_LIMIT:
+            return ordered
+        at = next(k for k, (i, _) in enumerate(ordered) if i == entry.id)
+        start = min(max(0, at - SIDENAV_LIMIT // 2), len(ordered) - SIDENAV_LIMIT)
+        return ordered[start : start + SIDENAV_LIMIT]
 
     def _faq_ld(self, faq: list[tuple[str, Markup]]) -> dict[str, Any]:
         return {
@@ -338,7 +376,7 @@ class Renderer:
             ],
         }
 
-    def render_hub(self, hub: Hub) -> tuple[str, str]:
+    def render_hub(self, hub: Hub) -> PageView:
         """Render /hubs/<id>/ with its comparison table in groups."""
         path = f"hubs/{hub.id}/"
         rows = self.catalog.hub_rows.get(hub.id, [])
@@ -374,14 +412,14 @@ class Renderer:
             self._edit_url(self.catalog.hub_paths[hub.id]),
             sorted(((h.id, h.title) for h in self.catalog.hubs.values()), key=lambda item: item[1].lower()),
         )
-        return path + "index.html", self._render("hub.html", context)
+        return self._view(path + "index.html", "hub.html", context)
 
     def _hub_row(self, entry_id: str, ref: HubRef) -> HubRow:
         entry = self.catalog.entries[entry_id]
         errors = [s.pattern for s in entry.signatures if not s.search_key][:2]
         return HubRow(self.row(entry_id), errors, not entry.signatures, ref.indicates, ref.tell_apart)
 
-    def render_list(self, kind: str, key: str) -> tuple[str, str]:
+    def render_list(self, kind: str, key: str) -> PageView:
         """Render a tag, category or system page."""
         if kind == "tags":
             info = self.catalog.tags[key]
@@ -405,11 +443,9 @@ class Renderer:
         hubs = [(h.id, h.title) for h in self.catalog.hubs.values() if kind == "systems" and h.system == key]
         path = f"{kind}/{key}/"
         page = self._page(path, heading, intro, [(parent, f"{kind}/"), (heading, path)])
-        return path + "index.html", self._render(
-            "list.html", ListPageContext(page, heading, intro, self.rows(ids), hubs)
-        )
+        return self._view(path + "index.html", "list.html", ListPageContext(page, heading, intro, self.rows(ids), hubs))
 
-    def render_directory(self, kind: str) -> tuple[str, str]:
+    def render_directory(self, kind: str) -> PageView:
         """Render /tags/, /categories/, /systems/ or /hubs/."""
         items: list[tuple[str, str, str, int]]
         if kind == "tags":
@@ -437,9 +473,9 @@ class Renderer:
             ]
         path = f"{kind}/"
         page = self._page(path, heading, intro, [(heading, path)])
-        return path + "index.html", self._render("directory.html", DirectoryContext(page, heading, intro, items))
+        return self._view(path + "index.html", "directory.html", DirectoryContext(page, heading, intro, items))
 
-    def render_home(self) -> tuple[str, str]:
+    def render_home(self) -> PageView:
         """Render the home page."""
         entries = self.catalog.entries.values()
         recent = sorted(entries, key=lambda e: (e.updated, e.id), reverse=True)[:RECENT_ENTRIES]
@@ -472,9 +508,9 @@ class Renderer:
                 "hubs": len(self.catalog.hubs),
             },
         )
-        return "index.html", self._render("home.html", context)
+        return self._view("index.html", "home.html", context)
 
-    def render_failures(self) -> tuple[str, str]:
+    def render_failures(self) -> PageView:
         """Render /failures/, every entry grouped by category."""
         groups = [(c, CATEGORIES[c].name, self.rows(ids)) for c, ids in self.catalog.by_category.items()]
         page = self._page(
@@ -483,11 +519,11 @@ class Renderer:
             f"All {len(self.catalog.entries)} failures in the encyclopedia, by category.",
             [("All failures", "failures/")],
         )
-        return "failures/index.html", self._render(
-            "failures.html", FailuresContext(page, groups, len(self.catalog.entries))
+        return self._view(
+            "failures/index.html", "failures.html", FailuresContext(page, groups, len(self.catalog.entries))
         )
 
-    def render_search(self) -> tuple[str, str]:
+    def render_search(self) -> PageView:
         """Render /search/."""
         page = self._page(
             "search/",
@@ -495,9 +531,9 @@ class Renderer:
             "Search every failure by error text, system, category, severity and tag.",
             [("Search", "search/")],
         )
-        return "search/index.html", self._render("search.html", _Simple(page))
+        return self._view("search/index.html", "search.html", _Simple(page))
 
-    def render_diagnose(self) -> tuple[str, str]:
+    def render_diagnose(self) -> PageView:
         """Render /diagnose/, the in-browser log scanner."""
         page = self._page(
             "diagnose/",
@@ -509,12 +545,12 @@ class Renderer:
             _TryExample(x.label, ex.source, [f"{EXAMPLES}/{PurePosixPath(x.case).name}/{n}" for n in ex.files])
             for x, ex in self.catalog.examples
         ]
-        return "diagnose/index.html", self._render("diagnose.html", _Diagnose(page, examples))
+        return self._view("diagnose/index.html", "diagnose.html", _Diagnose(page, examples))
 
-    def render_404(self) -> tuple[str, str]:
+    def render_404(self) -> PageView:
         """Render /404.html."""
         page = Page("404.html", "Page not found", "This page does not exist.", [], indexable=False)
-        return "404.html", self._render("404.html", _Simple(page))
+        return self._view("404.html", "404.html", _Simple(page))
 
 
 @dataclass(frozen=True)
@@ -549,14 +585,85 @@ def example_files(catalog: Catalog) -> dict[str, bytes]:
     }
 
 
+def page_views(renderer: Renderer) -> list[PageView]:
+    """Every HTML page of the site as a view, in output-path order."""
+    r, catalog = renderer, renderer.catalog
+    views = [r.render_home(), r.render_failures(), r.render_search(), r.render_diagnose(), r.render_404()]
+    views += [r.render_entry(e) for e in catalog.entries.values()]
+    views += [r.render_hub(h) for h in catalog.hubs.values()]
+    views += [r.render_list("tags", t) for t in catalog.by_tag]
+    views += [r.render_list("categories", c) for c in catalog.by_category]
+    views += [r.render_list("systems", s) for s in catalog.by_system]
+    views += [r.render_directory(k) for k in ("tags", "categories", "systems", "hubs")]
+    return sorted(views, key=lambda view: view.path)
+
+
+# Below this many pages to render, starting worker processes costs more than it saves.
+PARALLEL_MIN = 64
+_WORK: tuple[Renderer, list[PageView]] | None = None  # what forked workers inherit
+
+
+def _render_at(position: int) -> bytes:
+    assert _WORK is not None
+    renderer, views = _WORK
+    return renderer.render(views[position]).encode("utf-8")
+
+
+def _render_many(renderer: Renderer, views: list[PageView], jobs: int) -> Iterator[bytes]:
+    """Yield each view's HTML in order, rendered over `jobs` forked processes that share the catalog."""
+    global _WORK
+    if jobs <= 1 or len(views) < PARALLEL_MIN or "fork" not in multiprocessing.get_all_start_methods():
+        for view in views:
+            yield renderer.render(view).encode("utf-8")
+        return
+    # Forked workers read the parent's catalog as it stands, with nothing pickled across.
+    _WORK = (renderer, views)
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            yield from pool.imap(_render_at, range(len(views)), chunksize=8)
+    finally:
+        _WORK = None
+
+
+def render_views(
+    renderer: Renderer,
+    views: list[PageView],
+    cache: PageStore | None,
+    jobs: int,
+    on_render: Callable[[str], object] = lambda path: None,
+) -> Iterator[Rendered]:
+    """Yield (path, HTML) of every view in order: from the cache where its key is there, else rendered."""
+    keys = [cache.key(view) for view in views] if cache else []
+    missing = [i for i in range(len(views)) if not cache or not cache.has(keys[i])]
+    fresh = _render_many(renderer, [views[i] for i in missing], jobs)
+    wanted = set(missing)
+    for i, view in enumerate(views):
+        html = next(fresh) if i in wanted else None
+        if i in wanted:
+            on_render(view.path)
+        if cache:
+            if html is None:
+                html = cache.get(keys[i])
+            if html is None:  # removed since it was looked up: render it here
+                html = renderer.render(view).encode("utf-8")
+            cache.put(keys[i], html)
+        assert html is not None
+        yield view.path, html
+
+
+class PageStore(Protocol):
+    """Where rendered pages are kept between builds (generator/cache.py)."""
+
+    def key(self, view: PageView) -> str: ...
+    def has(self, key: str) -> bool: ...
+    def get(self, key: str) -> bytes | None: ...
+    def put(self, key: str, html: bytes) -> None: ...
+
+
+Rendered = tuple[str, bytes]
+
+
 def render_pages(catalog: Catalog, templates: Path) -> dict[str, str]:
     """Render every HTML page; return output path to HTML, in a stable order."""
     r = Renderer(catalog, templates)
-    pages = [r.render_home(), r.render_failures(), r.render_search(), r.render_diagnose(), r.render_404()]
-    pages += [r.render_entry(e) for e in catalog.entries.values()]
-    pages += [r.render_hub(h) for h in catalog.hubs.values()]
-    pages += [r.render_list("tags", t) for t in catalog.by_tag]
-    pages += [r.render_list("categories", c) for c in catalog.by_category]
-    pages += [r.render_list("systems", s) for s in catalog.by_system]
-    pages += [r.render_directory(k) for k in ("tags", "categories", "systems", "hubs")]
-    return dict(sorted(pages))
+    return {view.path: r.render(view) for view in page_views(r)}

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,10 +29,10 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def index_site(out_dir: Path, pages: dict[str, str]) -> None:
+def index_site(out_dir: Path, pages: Iterable[tuple[str, bytes]]) -> None:
     """Index the rendered pages with Pagefind into out_dir/pagefind/; raise BuildError if it fails.
 
-    The pages are handed over from memory, in sorted order, through Pagefind's service mode
+    The pages are handed over as they are rendered, in sorted order, through Pagefind's service mode
     (`pagefind --service`: base64 JSON messages, each followed by a comma), rather than letting
     Pagefind walk the folder: a folder walk follows the file system's order, so the same site built
     on tmpfs and on ext4 got different index files, and the pages need not be read back.
@@ -104,22 +105,26 @@ class _PagefindSession:
             raise BuildError(f"Pagefind failed to index the site: {payload.get('message')}")
         return payload
 
-    def index(self, out_dir: Path, pages: dict[str, str]) -> None:
-        """Create an index, add every page in path order, and write the bundle it returns."""
+    def index(self, out_dir: Path, pages: Iterable[tuple[str, bytes]]) -> None:
+        """Create an index, add every page in the order given, and write the bundle it returns."""
+        added = 0
         try:
             self._send({"type": "NewIndex", "config": {"include_characters": INCLUDE_CHARACTERS}})
             self.stdin.flush()
             index_id = self._answer()["index_id"]
-            html = sorted(path for path in pages if path.endswith(".html"))
-            for path in html:
-                self._send({"type": "AddFile", "index_id": index_id, "file_path": path, "file_contents": pages[path]})
+            for path, html in pages:
+                if not path.endswith(".html"):
+                    continue
+                contents = html.decode("utf-8")
+                self._send({"type": "AddFile", "index_id": index_id, "file_path": path, "file_contents": contents})
+                added += 1
             # The bundle comes back in the answer and is written here: Pagefind's own WriteFiles can
             # answer before its last file is flushed, and the service exits when its input closes.
             self._send({"type": "GetFiles", "index_id": index_id})
             self.stdin.flush()
         except OSError as exc:
             raise BuildError(f"Pagefind stopped while indexing the site: {exc}") from exc
-        for _ in html:
+        for _ in range(added):
             self._answer()
         bundle = out_dir / "pagefind"
         for item in self._answer()["files"]:

@@ -1,59 +1,165 @@
-"""Serve the built site on 127.0.0.1 and rebuild it when the content changes."""
+"""Serve the built site on 127.0.0.1, rebuild it when the content changes, and reload open pages."""
 
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import threading
+import time
 from pathlib import Path
 
 from generator.build import build
 from generator.errors import ContentError, TrainwreckError
+from generator.load import Memo
 
 WATCHED = ("entries", "hubs", "templates", "static", "tags.yaml", "site.yaml")
+EVENTS = "__trainwreck/events"  # under the site's base path
+# Served pages, never the written ones, get this before </body>: on a rebuild that changed the page
+# it fetches the page again and swaps the body in place, which keeps the scroll position and shows
+# no blank flash; when a stylesheet or script changed, it reloads.
+LIVE_SCRIPT = """<script>(() => {
+  const source = new EventSource(%(events)s);
+  source.onmessage = async (event) => {
+    const news = JSON.parse(event.data);
+    const here = location.pathname.slice(%(prefix_length)d);
+    const page = here === "" || here.endsWith("/") ? here + "index.html" : here;
+    if (news.assets) { location.reload(); return; }
+    if (!news.changed.includes(page)) return;
+    const response = await fetch(location.href, {cache: "no-store"});
+    const next = new DOMParser().parseFromString(await response.text(), "text/html");
+    document.title = next.title;
+    document.body.replaceWith(next.body);
+    window.dispatchEvent(new CustomEvent("trainwreck:reloaded", {detail: news}));
+  };
+})();</script>"""
+
+
+class Changes:
+    """The latest rebuild, for the pages that wait on it."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.news: dict[str, object] = {}
+        self.condition = threading.Condition()
+
+    def publish(self, changed: list[str], assets: bool) -> None:
+        """Tell every open page which pages a rebuild changed."""
+        with self.condition:
+            self.version += 1
+            self.news = {"version": self.version, "changed": changed, "assets": assets, "at": time.time()}
+            self.condition.notify_all()
+
+    def wait(self, seen: int, timeout: float) -> tuple[int, dict[str, object] | None]:
+        """Wait for a rebuild after version seen; return the new version and its news, or None on timeout."""
+        with self.condition:
+            self.condition.wait_for(lambda: self.version > seen, timeout)
+            return (self.version, self.news) if self.version > seen else (seen, None)
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
     # Pages link to the path of base_url (e.g. /docs/), so serve the site under that prefix.
     prefix = "/"
+    changes: Changes
+    live = True
 
     def translate_path(self, path: str) -> str:
         if path.startswith(self.prefix):
             path = "/" + path[len(self.prefix) :]
         return super().translate_path(path)
 
+    def do_GET(self) -> None:
+        if self.path.split("?")[0] == self.prefix + EVENTS:
+            self._events()
+            return
+        target = Path(self.translate_path(self.path.split("?")[0]))
+        if self.live and target.is_dir() and self.path.endswith("/"):
+            target = target / "index.html"
+        if self.live and target.suffix == ".html" and target.is_file():
+            self._page(target)
+            return
+        super().do_GET()
+
+    def _page(self, target: Path) -> None:
+        script = LIVE_SCRIPT % {"events": json.dumps(self.prefix + EVENTS), "prefix_length": len(self.prefix)}
+        body = target.read_bytes().replace(b"</body>", script.encode() + b"</body>", 1)
+        self.send_response(404 if target.name == "404.html" and not self.path.endswith("404.html") else 200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _events(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        seen = self.changes.version
+        try:
+            self.wfile.write(b": connected\n\n")
+            self.wfile.flush()
+            while True:
+                seen, news = self.changes.wait(seen, timeout=15)
+                self.wfile.write(f"data: {json.dumps(news)}\n\n".encode() if news else b": still here\n\n")
+                self.wfile.flush()
+        except OSError:
+            return  # the page was closed
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - signature of the base class
         pass
 
 
-def _rebuild(root: Path, out_dir: Path) -> None:
-    try:
-        result = build(root, out_dir)
-        print(f"Rebuilt {result.pages} pages.", flush=True)
-    except ContentError as exc:
-        print(exc.report() + "\nThe previous site is still being served.", flush=True)
-    except TrainwreckError as exc:
-        print(f"error: {exc}\nThe previous site is still being served.", flush=True)
+class _Rebuilder:
+    """Rebuilds on change: the page first, from the files and pages kept since the last build; search after."""
+
+    def __init__(self, root: Path, out_dir: Path, changes: Changes) -> None:
+        self.root, self.out_dir, self.changes = root, out_dir, changes
+        self.memo = Memo()
+
+    def first(self) -> str:
+        """Build the whole site once; return its base path."""
+        return build(self.root, self.out_dir, memo=self.memo).base_path
+
+    def rebuild(self, paths: set[str]) -> None:
+        """Rebuild after a change to paths and tell the open pages; a broken edit keeps the last good site."""
+        started = time.perf_counter()
+        try:
+            # The search index is the slow part and can follow a moment later.
+            quick = build(self.root, self.out_dir, search=False, previous_search=True, memo=self.memo)
+            assets = any(Path(p).is_relative_to(self.root / "static") for p in paths)
+            self.changes.publish(quick.rendered, assets)
+            print(f"Rebuilt {len(quick.rendered)} of {quick.pages} pages in {time.perf_counter() - started:.2f}s.")
+            build(self.root, self.out_dir, memo=self.memo)
+            print("Search index updated.", flush=True)
+        except ContentError as exc:
+            print(exc.report() + "\nThe previous site is still being served.", flush=True)
+        except TrainwreckError as exc:
+            print(f"error: {exc}\nThe previous site is still being served.", flush=True)
 
 
-def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True) -> None:
+def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: bool = True) -> None:
     """Build once, then serve out_dir until interrupted, rebuilding on change."""
-    result = build(root, out_dir)
+    changes = Changes()
+    rebuilder = _Rebuilder(root, out_dir, changes)
+    prefix = rebuilder.first()
     # The handler resolves the folder per request, so it follows each atomic swap.
-    handler_class = type("Handler", (_Handler,), {"prefix": result.base_path})
+    handler_class = type("Handler", (_Handler,), {"prefix": prefix, "changes": changes, "live": live and watch})
     handler = functools.partial(handler_class, directory=str(out_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True  # open event streams must not keep the process alive
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    address = f"http://127.0.0.1:{server.server_address[1]}{result.base_path}"
+    address = f"http://127.0.0.1:{server.server_address[1]}{prefix}"
     print(f"Serving {out_dir} at {address} (Ctrl+C to stop)", flush=True)
     try:
         if watch:
             from watchfiles import watch as watch_changes
 
             paths = [root / p for p in WATCHED if (root / p).exists()]
-            for _changes in watch_changes(*paths):
-                _rebuild(root, out_dir)
+            # A short step: the change is handed over 10 ms after the editor's last write.
+            for found in watch_changes(*paths, step=10):
+                rebuilder.rebuild({path for _change, path in found})
         else:
             thread.join()
     finally:

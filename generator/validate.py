@@ -187,7 +187,17 @@ def validate_sources(sources: Sources) -> Validated:
     def check(model: type[M], doc: Document) -> M | None:
         if doc.path in broken or doc.data is None:
             return None
-        result, found = validate_document(model, doc)
+        kept = sources.memo.checked.get(id(doc)) if sources.memo else None
+        if kept is not None and kept[0] is doc:
+            result, found = typing.cast("M | None", kept[1]), kept[2]
+        else:
+            result, found = validate_document(model, doc)
+            if isinstance(result, Entry):
+                # The fix code is checked with the entry, so a long-running process keeps both.
+                for block in blocks(result):
+                    found += [doc.problem(block.where, m) for m in block_problems(block, shell_syntax=False)]
+            if sources.memo:
+                sources.memo.checked[id(doc)] = (doc, result, found)
         problems.extend(found)
         return result
 
@@ -195,9 +205,6 @@ def validate_sources(sources: Sources) -> Validated:
     tags = check(Tags, sources.tags)
     entries = [(e, d) for d in sources.entries if (e := check(Entry, d)) is not None]
     hubs = [(h, d) for d in sources.hubs if (h := check(Hub, d)) is not None]
-    for entry, doc in entries:
-        for block in blocks(entry):
-            problems.extend(doc.problem(block.where, message) for message in block_problems(block, shell_syntax=False))
     # Ids of files that failed validation still count, so one broken file does not cascade
     # into "no entry has id" errors in every file that links to it.
     ids = (_ids(sources.entries), _ids(sources.hubs))

@@ -9,7 +9,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +27,18 @@ def write_files(root: Path, files: dict[str, str | bytes]) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8") if isinstance(content, str) else content
         target.write_bytes(data)
+
+
+def write_pages(root: Path, pages: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
+    """Write each page under root as it comes, and pass it on: no build holds the whole site in memory."""
+    made: set[Path] = set()
+    for relative, html in pages:
+        target = root / relative
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        target.write_bytes(html)
+        yield relative, html
 
 
 def copy_static(source: Path, root: Path) -> None:

@@ -37,7 +37,7 @@ def test_leftovers_of_a_killed_build_are_removed_by_the_next(corpus: Path, tmp_p
     (tmp_path / ".site.old-abc123").mkdir()
     (tmp_path / ".elsewhere.tmp-keep").mkdir()  # another output's folder is not this build's to remove
     build(corpus, out, search=False)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".elsewhere.tmp-keep", "project", "site"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".elsewhere.tmp-keep", ".site.cache", "project", "site"]
 
 
 def test_the_swap_is_one_exchange_where_the_file_system_has_it(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_two_builds_into_one_folder_take_turns(corpus: Path, tmp_path: Path) -> 
         t.join()
     assert errors == []
     assert (out / "index.html").is_file() and (out / write.MARKER).is_file()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".site.cache", "project", "site"]
 
 
 def test_a_full_disk_is_a_message_and_the_previous_site_stays(
@@ -91,7 +91,7 @@ def test_a_full_disk_is_a_message_and_the_previous_site_stays(
     assert err.splitlines()[-1].startswith(f"error: cannot write the site to {out}: No space left on device (")
     assert "Traceback" not in err
     assert _snapshot(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".site.cache", "project", "site"]
 
 
 def test_an_output_under_a_file_is_a_message(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,5 +122,5 @@ def test_kill_9_at_random_points_never_damages_the_site(corpus: Path, tmp_path: 
     time.sleep(0.2)
     assert _pagefind_processes() == [], "Pagefind died with the build"
     assert main(["--root", str(corpus), "build", "--out", str(out)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".site.cache", "project", "site"]
     assert _snapshot(out) == before  # and a build is byte-identical to the one before the kills

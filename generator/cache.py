@@ -1,0 +1,129 @@
+"""Rendered pages kept between builds, keyed by a digest of everything that went into them.
+
+A page's key covers its view (the entry, the rows of the entries it lists, the titles it links to),
+the site configuration, the templates, the generator's own code and the versions of the libraries
+that render: any change to any of them is a different key, so a stale page can never be served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Iterable, Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from generator.render import PageView
+
+PACKAGE = Path(__file__).resolve().parent
+# The libraries whose output is part of a page.
+RENDERING = ("jinja2", "markupsafe", "markdown-it-py", "mdurl", "pygments", "pydantic")
+
+
+class _Digester(pickle.Pickler):
+    """Pickle into a hash, with each pydantic model as its JSON: its own pickle holds a set, whose order varies."""
+
+    def __init__(self, sink: Any) -> None:
+        super().__init__(sink, protocol=5)
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, BaseModel):
+            return _model, (type(obj).__name__, obj.model_dump_json())
+        return NotImplemented
+
+
+def _model(name: str, data: str) -> tuple[str, str]:
+    return name, data  # never called: digests are never unpickled
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.hash = hashlib.sha256()
+
+    def write(self, data: bytes) -> None:
+        self.hash.update(data)
+
+
+def digest(value: Any) -> str:
+    """Return the hex SHA-256 of value: the same data gives the same digest in every process."""
+    sink = _Sink()
+    _Digester(sink).dump(value)
+    return sink.hash.hexdigest()
+
+
+def code_digest(templates: Path, extra: Iterable[Any] = ()) -> str:
+    """Digest of what renders every page: the generator's code, the templates and the library versions."""
+    h = hashlib.sha256()
+    for folder in (PACKAGE, templates):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".html", ".xml")):
+            h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in RENDERING:
+        try:
+            h.update(f"{name}=={metadata.version(name)}\0".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{name}==?\0".encode())
+    h.update(digest(list(extra)).encode())
+    return h.hexdigest()
+
+
+class PageCache:
+    """HTML of rendered pages under folder/, one file per key; pages no build used are pruned."""
+
+    def __init__(self, folder: Path, salt: str) -> None:
+        self.folder = folder
+        self.salt = salt
+        self.used: set[str] = set()
+        self.valid: set[str] = set()  # keys whose file was read whole or written by this build
+
+    def key(self, view: PageView) -> str:
+        """The key of a page: its view, under this build's code and configuration."""
+        return digest([self.salt, view.path, view.template, view.context])
+
+    def has(self, key: str) -> bool:
+        """Whether key's page is kept (get still checks it is whole)."""
+        return (self.folder / f"{key}.html").is_file()
+
+    def get(self, key: str) -> bytes | None:
+        """The cached HTML of key, or None when it is missing or damaged."""
+        try:
+            data = (self.folder / f"{key}.html").read_bytes()
+        except OSError:
+            return None
+        # Each file starts with the digest of the page it holds, so a torn write reads as missing.
+        check, html = data[:32], data[32:]
+        if hashlib.sha256(html).digest() != check:
+            return None
+        self.valid.add(key)
+        return html
+
+    def put(self, key: str, html: bytes) -> None:
+        """Keep html under key; a cache that cannot be written only costs the next build time."""
+        self.used.add(key)
+        if key in self.valid:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, partial = tempfile.mkstemp(dir=self.folder, suffix=".part")
+            with os.fdopen(fd, "wb") as f:
+                f.write(hashlib.sha256(html).digest() + html)
+            os.replace(partial, self.folder / f"{key}.html")
+            self.valid.add(key)
+        except OSError:
+            pass
+
+    def prune(self) -> None:
+        """Remove the pages this build did not use, so the cache holds one site."""
+        for path in self._files():
+            if path.stem not in self.used:
+                path.unlink(missing_ok=True)
+
+    def _files(self) -> Iterator[Path]:
+        try:
+            yield from (p for p in self.folder.iterdir() if p.suffix in (".html", ".part"))
+        except OSError:
+            return

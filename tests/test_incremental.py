@@ -1,0 +1,122 @@
+"""A build that reuses the page cache writes exactly the site a clean build writes, whatever was edited."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.build import THEME, build, cache_folder
+from generator.load import Memo
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the shipped content and of the theme, both free to edit."""
+    root, theme = tmp_path / "project", tmp_path / "theme"
+    root.mkdir()
+    for name in ("site.yaml", "tags.yaml", "entries", "hubs"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, root / name)
+    for example in yaml.safe_load((ROOT / "site.yaml").read_text(encoding="utf-8")).get("examples", []):
+        shutil.copytree(ROOT / example["case"], root / example["case"])
+    for name in ("templates", "static"):
+        shutil.copytree(THEME / name, theme / name)
+    return root, theme
+
+
+def _edit_yaml(path: Path, change) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def _random_edit(rng: random.Random, root: Path, theme: Path) -> str:
+    """Make one edit of the kinds contributors make; return what it was."""
+    entries = sorted((root / "entries").rglob("*.yaml"))
+    entry = rng.choice(entries)
+    tags = sorted(yaml.safe_load((root / "tags.yaml").read_text(encoding="utf-8"))["tags"])
+    kind = rng.choice(["title", "summary", "tag", "severity", "mechanism", "template", "tag title", "hub", "site"])
+    word = f"w{rng.randrange(10**6)}"
+    if kind == "title":  # read by sibling navigation, related lists, tag and category pages, hubs
+        _edit_yaml(entry, lambda d: d.update(title=f"{d['title']} {word}"))
+    elif kind == "summary":
+        _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} {word}."))
+    elif kind == "tag":  # moves the entry between tag pages and changes related rankings
+
+        def retag(d: dict) -> None:
+            unused = [t for t in tags if t not in d["tags"]]
+            if len(d["tags"]) > 1 and rng.random() < 0.5:
+                d["tags"].remove(rng.choice(d["tags"]))
+            elif unused:
+                d["tags"].append(rng.choice(unused))
+
+        _edit_yaml(entry, retag)
+    elif kind == "severity":  # reorders listing pages
+        _edit_yaml(entry, lambda d: d.update(severity=rng.choice(["low", "medium", "high", "critical"])))
+    elif kind == "mechanism":
+        _edit_yaml(entry, lambda d: d.update(mechanism=f"{d['mechanism']}\n\nAlso {word}."))
+    elif kind == "template":  # every page reads the base template
+        base = theme / "templates" / "base.html"
+        base.write_text(base.read_text(encoding="utf-8").replace("</footer>", f"<!-- {word} --></footer>", 1))
+    elif kind == "tag title":
+        tag = rng.choice(tags)
+        _edit_yaml(root / "tags.yaml", lambda d: d["tags"][tag].update(title=f"{d['tags'][tag]['title']} {word}"))
+    elif kind == "hub":
+        hub = rng.choice(sorted((root / "hubs").glob("*.yaml")))
+        _edit_yaml(hub, lambda d: d.update(title=f"{d['title']} {word}"))
+    else:  # the configuration every page reads
+        _edit_yaml(root / "site.yaml", lambda d: d.update(tagline=f"{d['tagline']} {word}"))
+    return f"{kind} in {entry.name}" if kind in ("title", "summary", "tag", "severity", "mechanism") else kind
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_warm_build_after_random_edits_equals_a_clean_build(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    root, theme = _project(tmp_path)
+    warm, clean = tmp_path / "warm", tmp_path / "clean"
+    memo = Memo()  # as `serve` keeps it, so the kept parse and checks are under test too
+    first = build(root, warm, search=False, theme=theme, memo=memo)
+    assert len(first.rendered) == first.pages
+    for _round in range(3):
+        edits = [_random_edit(rng, root, theme) for _ in range(rng.randint(1, 3))]
+        again = build(root, warm, search=False, theme=theme, memo=memo)
+        build(root, clean, search=False, theme=theme, cache=False)
+        assert _tree(warm) == _tree(clean), f"the cached build differs after: {edits}"
+        if not any(e in ("template", "site") for e in edits):
+            assert len(again.rendered) < again.pages, "the cache was not used"
+    assert not cache_folder(clean).exists(), "--no-cache must write no cache"
+
+
+def test_an_unchanged_rebuild_renders_nothing_and_the_cache_holds_one_site(tmp_path: Path) -> None:
+    root, theme = _project(tmp_path)
+    out = tmp_path / "site"
+    first = build(root, out, search=False, theme=theme)
+    again = build(root, out, search=False, theme=theme)
+    assert again.rendered == []
+    entry = sorted((root / "entries").rglob("*.yaml"))[0]
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Edited."))
+    third = build(root, out, search=False, theme=theme)
+    entry_id = yaml.safe_load(entry.read_text(encoding="utf-8"))["id"]
+    assert f"failures/{entry_id}/index.html" in third.rendered
+    assert len(third.rendered) < first.pages // 4
+    assert len(list((cache_folder(out) / "pages").iterdir())) == first.pages
+
+
+def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, out, search=False, theme=theme)
+    for page in (cache_folder(out) / "pages").iterdir():
+        page.write_bytes(page.read_bytes()[:100])  # as a crash mid-write on a disk without ordering would
+    build(root, out, search=False, theme=theme)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
