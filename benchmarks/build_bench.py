@@ -51,6 +51,8 @@ def synthetic_corpus(target: Path, copies: int) -> None:
             if k:
                 copy["id"] = f"{entry['id']}-copy{k}"
                 copy["title"] = f"{entry['title']} (copy {k})"
+                # Text of its own, so no copy renders faster for having been seen before.
+                copy["summary"] = f"{entry['summary']} (Copy {k}.)"
                 copy["related"] = [f"{r}-copy{k}" for r in entry.get("related", []) if r in ids]
                 copy["signatures"] = [_unique(sig, k, entry["id"]) for sig in entry.get("signatures", [])]
             (out / f"{copy['id']}.yaml").write_text(

@@ -80,7 +80,13 @@ def page(entry: dict) -> str:
     fix = entry.get("fix") or {}
     parts += ["## Fix", "", fix.get("summary", ""), ""]
     for block in fix.get("code", []):
-        parts += [f"### {block.get('title', 'Code')}", "", f"```{block.get('lang', 'text')}", block["code"].rstrip(), "```"]
+        parts += [
+            f"### {block.get('title', 'Code')}",
+            "",
+            f"```{block.get('lang', 'text')}",
+            block["code"].rstrip(),
+            "```",
+        ]
         parts.append("")
     answers = [_text(entry.get(name)) for name in ("summary", *PROSE)] + [fix.get("summary", "")]
     answers = [a for a in answers if a] or [entry["summary"]]

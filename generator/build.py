@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from generator.markup import pygments_css
 from generator.render import Renderer, example_files, page_views, render_views
 from generator.search import index_site
 from generator.validate import validate_sources
-from generator.write import copy_static, staging, write_files, write_pages
+from generator.write import copy_static, is_site, remove_pages_except, staging, write_files, write_pages
 
 # Templates and static assets ship beside the package; content may live anywhere.
 THEME = Path(__file__).resolve().parent.parent
@@ -59,12 +58,12 @@ def build(
     cache: bool = True,
     jobs: int | None = None,
     memo: Memo | None = None,
-    previous_search: bool = False,
+    update: bool = False,
 ) -> BuildResult:
     """Build the site from the content under root into out_dir, replacing it only on success.
 
-    With search off and previous_search on, the search index of the site being replaced is kept, so
-    that `serve` can show a change at once and index it a moment later.
+    With update on (for `serve`), out_dir is updated in place instead: only changed pages are written,
+    each atomically, and its search index is kept until a full build replaces it.
     """
     # Everything is gathered and checked before the first byte is written.
     catalog = load_catalog(root, memo)
@@ -85,19 +84,29 @@ def build(
         "static/diagnose-rules.js": browser_rules(),
     }
 
-    # Into a staging folder: pages are rendered over the cores, written as they come and handed to Pagefind.
-    with staging(out_dir) as stage:
-        copy_static(theme / "static", stage)
-        write_files(stage, files)
-        pages = write_pages(stage, render_views(renderer, views, store, jobs or _cores(), rendered.append))
-        if search:
-            index_site(stage, pages)
-        else:
-            deque(pages, maxlen=0)
-            if previous_search and (out_dir / "pagefind").is_dir():
-                shutil.copytree(out_dir / "pagefind", stage / "pagefind", copy_function=os.link)
+    if update and store and is_site(out_dir):
+        # Only what changed, file by file, while the server reads the folder.
+        copy_static(theme / "static", out_dir)
+        write_files(out_dir, files, atomic=True)
+        fresh = render_views(renderer, views, store, jobs or _cores(), rendered.append, written=store.site())
+        deque(write_pages(out_dir, fresh, atomic=True), maxlen=0)
+        remove_pages_except(out_dir, {view.path for view in views})
+    else:
+        # Into a staging folder: pages are rendered over the cores, written as they come and given to Pagefind.
+        with staging(out_dir) as stage:
+            copy_static(theme / "static", stage)
+            write_files(stage, files)
+            pages = write_pages(stage, render_views(renderer, views, store, jobs or _cores(), rendered.append))
+            if search:
+                index_site(stage, pages)
+            else:
+                deque(pages, maxlen=0)
     if store:
+        store.site({view.path: store.key(view) for view in views})
         store.prune()
+    else:
+        # What the folder now holds is not what the cache last recorded.
+        (cache_folder(out_dir) / "site.json").unlink(missing_ok=True)
 
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
     return BuildResult(

@@ -8,6 +8,7 @@ that render: any change to any of them is a different key, so a stale page can n
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import tempfile
@@ -78,11 +79,15 @@ class PageCache:
         self.folder = folder
         self.salt = salt
         self.used: set[str] = set()
-        self.valid: set[str] = set()  # keys whose file was read whole or written by this build
+        self.valid: set[str] = set()
+        self._keys: dict[str, tuple[PageView, str]] = {}  # keys whose file was read whole or written by this build
 
     def key(self, view: PageView) -> str:
         """The key of a page: its view, under this build's code and configuration."""
-        return digest([self.salt, view.path, view.template, view.context])
+        known = self._keys.get(view.path)
+        if known is None or known[0] is not view:
+            known = self._keys[view.path] = (view, digest([self.salt, view.path, view.template, view.context]))
+        return known[1]
 
     def has(self, key: str) -> bool:
         """Whether key's page is kept (get still checks it is whole)."""
@@ -100,6 +105,25 @@ class PageCache:
             return None
         self.valid.add(key)
         return html
+
+    def keep(self, key: str) -> None:
+        """Keep key's page through this build's pruning without reading it."""
+        self.used.add(key)
+
+    def site(self, pages: dict[str, str] | None = None) -> dict[str, str]:
+        """Read (or, given pages, write) the path-to-key map of the site last written with this cache."""
+        manifest = self.folder.parent / "site.json"
+        if pages is None:
+            try:
+                found = json.loads(manifest.read_text(encoding="utf-8"))
+                return found if isinstance(found, dict) and found.get("salt") == self.salt else {}
+            except (OSError, ValueError):
+                return {}
+        try:
+            manifest.write_text(json.dumps({**pages, "salt": self.salt}), encoding="utf-8")
+        except OSError:
+            pass
+        return pages
 
     def put(self, key: str, html: bytes) -> None:
         """Keep html under key; a cache that cannot be written only costs the next build time."""

@@ -942,6 +942,7 @@ def compile_signature(kind: str, pattern: str) -> re.Pattern[str]:
     return re.compile(re.escape(pattern) if kind == "literal" else pattern, re.ASCII)
 
 
+@lru_cache(maxsize=1 << 16)
 def required_literal(kind: str, pattern: str) -> str:
     """Return the longest text every match must contain, so scanners can skip lines that lack it."""
     if kind == "literal":

@@ -631,9 +631,18 @@ def render_views(
     cache: PageStore | None,
     jobs: int,
     on_render: Callable[[str], object] = lambda path: None,
+    written: dict[str, str] | None = None,
 ) -> Iterator[Rendered]:
-    """Yield (path, HTML) of every view in order: from the cache where its key is there, else rendered."""
+    """Yield (path, HTML) of every view in order: from the cache where its key is there, else rendered.
+
+    Given written (path to key of the pages a folder holds), only the pages whose key differs are yielded.
+    """
     keys = [cache.key(view) for view in views] if cache else []
+    if cache and written is not None:
+        changed = [i for i, view in enumerate(views) if written.get(view.path) != keys[i]]
+        for i in set(range(len(views))) - set(changed):
+            cache.keep(keys[i])
+        views, keys = [views[i] for i in changed], [keys[i] for i in changed]
     missing = [i for i in range(len(views)) if not cache or not cache.has(keys[i])]
     fresh = _render_many(renderer, [views[i] for i in missing], jobs)
     wanted = set(missing)
@@ -658,6 +667,7 @@ class PageStore(Protocol):
     def has(self, key: str) -> bool: ...
     def get(self, key: str) -> bytes | None: ...
     def put(self, key: str, html: bytes) -> None: ...
+    def keep(self, key: str) -> None: ...
 
 
 Rendered = tuple[str, bytes]

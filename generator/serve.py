@@ -126,7 +126,7 @@ class _Rebuilder:
         started = time.perf_counter()
         try:
             # The search index is the slow part and can follow a moment later.
-            quick = build(self.root, self.out_dir, search=False, previous_search=True, memo=self.memo)
+            quick = build(self.root, self.out_dir, search=False, update=True, memo=self.memo)
             assets = any(Path(p).is_relative_to(self.root / "static") for p in paths)
             self.changes.publish(quick.rendered, assets)
             print(f"Rebuilt {len(quick.rendered)} of {quick.pages} pages in {time.perf_counter() - started:.2f}s.")

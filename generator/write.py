@@ -20,16 +20,16 @@ RENAME_EXCHANGE = 2  # linux/fs.h: swap two paths in one step
 AT_FDCWD = -100
 
 
-def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+def write_files(root: Path, files: dict[str, str | bytes], *, atomic: bool = False) -> None:
     """Write path-to-content pairs under root, creating folders as needed."""
     for relative, content in sorted(files.items()):
         target = root / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8") if isinstance(content, str) else content
-        target.write_bytes(data)
+        _write(target, data, atomic)
 
 
-def write_pages(root: Path, pages: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
+def write_pages(root: Path, pages: Iterable[tuple[str, bytes]], *, atomic: bool = False) -> Iterator[tuple[str, bytes]]:
     """Write each page under root as it comes, and pass it on: no build holds the whole site in memory."""
     made: set[Path] = set()
     for relative, html in pages:
@@ -37,8 +37,31 @@ def write_pages(root: Path, pages: Iterable[tuple[str, bytes]]) -> Iterator[tupl
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        target.write_bytes(html)
+        _write(target, html, atomic)
         yield relative, html
+
+
+def _write(target: Path, data: bytes, atomic: bool) -> None:
+    if not atomic:
+        target.write_bytes(data)
+        return
+    # In a folder being served: readers see the old file or the new one, never half of one.
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    partial.write_bytes(data)
+    os.replace(partial, target)
+
+
+def is_site(out_dir: Path) -> bool:
+    """Whether out_dir holds a site a build wrote."""
+    return (out_dir / MARKER).is_file()
+
+
+def remove_pages_except(out_dir: Path, keep: set[str]) -> None:
+    """Remove the pages of out_dir that are not in keep: those of deleted entries, tags and hubs."""
+    for page in out_dir.rglob("*.html"):
+        relative = page.relative_to(out_dir).as_posix()
+        if relative not in keep and not relative.startswith(("static/", "pagefind/", "api/", "diagnose/examples/")):
+            page.unlink()
 
 
 def copy_static(source: Path, root: Path) -> None:

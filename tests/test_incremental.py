@@ -82,15 +82,19 @@ def _random_edit(rng: random.Random, root: Path, theme: Path) -> str:
 def test_a_warm_build_after_random_edits_equals_a_clean_build(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     root, theme = _project(tmp_path)
-    warm, clean = tmp_path / "warm", tmp_path / "clean"
+    warm, served, clean = tmp_path / "warm", tmp_path / "served", tmp_path / "clean"
     memo = Memo()  # as `serve` keeps it, so the kept parse and checks are under test too
     first = build(root, warm, search=False, theme=theme, memo=memo)
     assert len(first.rendered) == first.pages
+    build(root, served, search=False, theme=theme, memo=memo)
     for _round in range(3):
         edits = [_random_edit(rng, root, theme) for _ in range(rng.randint(1, 3))]
         again = build(root, warm, search=False, theme=theme, memo=memo)
+        # As `serve` does: the folder updated in place, only the changed pages written.
+        build(root, served, search=False, theme=theme, memo=memo, update=True)
         build(root, clean, search=False, theme=theme, cache=False)
         assert _tree(warm) == _tree(clean), f"the cached build differs after: {edits}"
+        assert _tree(served) == _tree(clean), f"the folder updated in place differs after: {edits}"
         if not any(e in ("template", "site") for e in edits):
             assert len(again.rendered) < again.pages, "the cache was not used"
     assert not cache_folder(clean).exists(), "--no-cache must write no cache"

