@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.cache import PageCache, code_digest
+from generator.cache import PACKAGE, PageCache, code_digest
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
 from generator.errors import Problem, StrictModeError
@@ -48,6 +48,11 @@ def cache_folder(out_dir: Path) -> Path:
     return out_dir.parent / f".{out_dir.name}.cache"
 
 
+def source_memo(out_dir: Path) -> Memo:
+    """The parsed and checked content files that builds into out_dir keep beside it."""
+    return Memo(cache_folder(out_dir) / "sources", bytes.fromhex(code_digest(PACKAGE)))
+
+
 def build(
     root: Path,
     out_dir: Path,
@@ -66,6 +71,8 @@ def build(
     each atomically, and its search index is kept until a full build replaces it.
     """
     # Everything is gathered and checked before the first byte is written.
+    if memo is None and cache:
+        memo = source_memo(out_dir)
     catalog = load_catalog(root, memo)
     if strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
@@ -104,6 +111,8 @@ def build(
     if store:
         store.site({view.path: store.key(view) for view in views})
         store.prune()
+    if memo:
+        memo.prune()
     else:
         # What the folder now holds is not what the cache last recorded.
         (cache_folder(out_dir) / "site.json").unlink(missing_ok=True)

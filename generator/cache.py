@@ -31,6 +31,9 @@ class _Digester(pickle.Pickler):
 
     def __init__(self, sink: Any) -> None:
         super().__init__(sink, protocol=5)
+        # No memo: with one, two equal strings pickle as one or two by whether they are one object,
+        # which differs between a file parsed now and one read back from the cache.
+        self.fast = True
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, BaseModel):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,11 +118,17 @@ class _Walker:
 
 
 class Memo:
-    """What a long-running process (serve) keeps between builds: each file parsed and checked, by its bytes."""
+    """Each file parsed and checked, by its bytes: kept in memory by `serve`, and on disk when given a folder.
 
-    def __init__(self) -> None:
+    The disk copy is keyed by the file's name, its bytes and salt (a digest of the generator's code), so
+    a changed file or a changed generator reads as missing; it is as trusted as the project folder.
+    """
+
+    def __init__(self, folder: Path | None = None, salt: bytes = b"") -> None:
         self.parsed: dict[tuple[str, bytes], tuple[Document, list[Problem]]] = {}
         self.checked: dict[int, tuple[Document, Any, list[Problem]]] = {}  # by id() of a parsed Document
+        self.folder, self.salt = folder, salt
+        self._files: dict[int, tuple[str, list[Problem]]] = {}  # id() of a parsed Document: its disk name, problems
         self._seen: set[tuple[str, bytes]] = set()
 
     def parse(self, display: str, raw: bytes) -> tuple[Document, list[Problem]]:
@@ -128,15 +136,57 @@ class Memo:
         key = (display, hashlib.sha256(raw).digest())
         self._seen.add(key)
         if key not in self.parsed:
-            self.parsed[key] = _parse(display, raw)
+            name = hashlib.sha256(self.salt + display.encode() + b"\0" + raw).hexdigest()
+            kept = self._read(name)
+            if kept is not None:
+                doc, problems, checked = kept
+                if checked is not None:
+                    self.checked[id(doc)] = (doc, *checked)
+            else:
+                doc, problems = _parse(display, raw)
+            self.parsed[key] = (doc, problems)
+            self._files[id(doc)] = (name, problems)
         return self.parsed[key]
+
+    def check(self, doc: Document, result: Any, found: list[Problem]) -> None:
+        """Keep a document's validation, in memory and on disk."""
+        self.checked[id(doc)] = (doc, result, found)
+        if self.folder is None or id(doc) not in self._files:
+            return
+        name, problems = self._files[id(doc)]
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            partial = self.folder / f"{name}.{os.getpid()}.part"
+            partial.write_bytes(pickle.dumps((doc, problems, (result, found)), protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(partial, self.folder / f"{name}.pickle")
+        except (OSError, pickle.PicklingError):
+            pass  # without a disk copy the next build parses the file again
+
+    def _read(self, name: str) -> tuple[Document, list[Problem], tuple[Any, list[Problem]] | None] | None:
+        if self.folder is None:
+            return None
+        try:
+            kept = pickle.loads((self.folder / f"{name}.pickle").read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        return kept if isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], Document) else None
 
     def forget_unseen(self) -> None:
         """Drop the files no longer in the content, or changed since; called once a load is complete."""
         for key in set(self.parsed) - self._seen:
             doc, _ = self.parsed.pop(key)
             self.checked.pop(id(doc), None)
+            self._files.pop(id(doc), None)
         self._seen = set()
+
+    def prune(self) -> None:
+        """Remove the disk copies of files the last load did not read."""
+        if self.folder is None or not self.folder.is_dir():
+            return
+        keep = {f"{name}.pickle" for name, _ in self._files.values()}
+        for path in self.folder.iterdir():
+            if path.name not in keep:
+                path.unlink(missing_ok=True)
 
 
 def load_yaml(path: Path, display: str, memo: Memo | None = None) -> tuple[Document, list[Problem]]:

@@ -7,16 +7,20 @@ import ctypes
 import gzip
 import hashlib
 import json
+import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from generator.errors import BuildError
+from generator.write import exchange
 
 # Error text is full of identifiers like grad_norm, NCCL_DEBUG and ProcessGroupNCCL.cpp:1234.
 INCLUDE_CHARACTERS = "_.:"
@@ -65,6 +69,27 @@ def index_site(out_dir: Path, pages: Iterable[tuple[str, bytes]]) -> None:
     canonicalise_index(out_dir / "pagefind")
 
 
+def reindex(site: Path) -> None:
+    """Index the pages a site folder holds now, and swap the new index in for its old one."""
+    skip = ("static/", "pagefind/", "api/", "diagnose/examples/")
+    pages = (
+        (relative, path.read_bytes())
+        for path in sorted(site.rglob("*.html"))
+        if not (relative := path.relative_to(site).as_posix()).startswith(skip)
+    )
+    fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=site))
+    try:
+        index_site(fresh, pages)
+        # One atomic exchange where the system has it, so a search never finds no index.
+        if not ((site / "pagefind").exists() and exchange(fresh / "pagefind", site / "pagefind")):
+            shutil.rmtree(site / "pagefind", ignore_errors=True)
+            os.replace(fresh / "pagefind", site / "pagefind")
+    except OSError as exc:
+        raise BuildError(f"could not replace the search index in {site}: {exc}") from exc
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
 class _PagefindSession:
     """One conversation with `pagefind --service`: requests written ahead, answers read by a thread."""
 
@@ -77,15 +102,18 @@ class _PagefindSession:
         threading.Thread(target=self._read, args=(service.stdout,), daemon=True).start()
 
     def _read(self, stdout: IO[bytes]) -> None:
-        buffer = b""
-        while chunk := stdout.read1(1 << 16):  # type: ignore[attr-defined]
-            buffer += chunk
-            *messages, buffer = buffer.split(b",")  # base64 never holds a comma
-            for message in messages:
+        pending: list[bytes] = []  # the pieces of an unfinished message: the bundle's runs to many megabytes
+        while chunk := stdout.read1(1 << 20):  # type: ignore[attr-defined]
+            *ends, rest = chunk.split(b",")  # base64 never holds a comma
+            for end in ends:
+                message = b"".join([*pending, end])
+                pending = []
                 try:
                     self.answers.put(json.loads(base64.b64decode(message)))
                 except ValueError:
                     self.answers.put({"payload": {"type": "Error", "message": message.decode("utf-8", "replace")}})
+            if rest:
+                pending.append(rest)
         self.answers.put(None)
 
     def _send(self, payload: dict[str, Any]) -> None:

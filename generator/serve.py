@@ -9,9 +9,9 @@ import threading
 import time
 from pathlib import Path
 
-from generator.build import build
+from generator.build import build, source_memo
 from generator.errors import ContentError, TrainwreckError
-from generator.load import Memo
+from generator.search import reindex
 
 WATCHED = ("entries", "hubs", "templates", "static", "tags.yaml", "site.yaml")
 EVENTS = "__trainwreck/events"  # under the site's base path
@@ -111,11 +111,13 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 class _Rebuilder:
-    """Rebuilds on change: the page first, from the files and pages kept since the last build; search after."""
+    """Rebuilds on change: the changed pages first, in place; the search index after, in the background."""
 
     def __init__(self, root: Path, out_dir: Path, changes: Changes) -> None:
         self.root, self.out_dir, self.changes = root, out_dir, changes
-        self.memo = Memo()
+        self.memo = source_memo(out_dir)
+        self.wanted = threading.Event()  # set when the pages changed since the index was last built
+        threading.Thread(target=self._index_forever, daemon=True).start()
 
     def first(self) -> str:
         """Build the whole site once; return its base path."""
@@ -125,17 +127,29 @@ class _Rebuilder:
         """Rebuild after a change to paths and tell the open pages; a broken edit keeps the last good site."""
         started = time.perf_counter()
         try:
-            # The search index is the slow part and can follow a moment later.
             quick = build(self.root, self.out_dir, search=False, update=True, memo=self.memo)
-            assets = any(Path(p).is_relative_to(self.root / "static") for p in paths)
-            self.changes.publish(quick.rendered, assets)
-            print(f"Rebuilt {len(quick.rendered)} of {quick.pages} pages in {time.perf_counter() - started:.2f}s.")
-            build(self.root, self.out_dir, memo=self.memo)
-            print("Search index updated.", flush=True)
         except ContentError as exc:
             print(exc.report() + "\nThe previous site is still being served.", flush=True)
+            return
         except TrainwreckError as exc:
             print(f"error: {exc}\nThe previous site is still being served.", flush=True)
+            return
+        assets = any(Path(p).is_relative_to(self.root / "static") for p in paths)
+        self.changes.publish(quick.rendered, assets)
+        print(f"Rebuilt {len(quick.rendered)} of {quick.pages} pages in {time.perf_counter() - started:.2f}s.")
+        if quick.rendered:
+            self.wanted.set()
+
+    def _index_forever(self) -> None:
+        # Indexing reads the pages as served; an edit made meanwhile is indexed on the next round.
+        while True:
+            self.wanted.wait()
+            self.wanted.clear()
+            try:
+                reindex(self.out_dir)
+                print("Search index updated.", flush=True)
+            except TrainwreckError as exc:
+                print(f"error: the search index was not updated: {exc}", flush=True)
 
 
 def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: bool = True) -> None:

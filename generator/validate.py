@@ -197,7 +197,7 @@ def validate_sources(sources: Sources) -> Validated:
                 for block in blocks(result):
                     found += [doc.problem(block.where, m) for m in block_problems(block, shell_syntax=False)]
             if sources.memo:
-                sources.memo.checked[id(doc)] = (doc, result, found)
+                sources.memo.check(doc, result, found)
         problems.extend(found)
         return result
 

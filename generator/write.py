@@ -126,7 +126,7 @@ def staging(out_dir: Path) -> Iterator[Path]:
         raise BuildError(f"cannot write the site to {out_dir}: {exc.strerror or exc} ({where})") from exc
 
 
-def _exchange(a: Path, b: Path) -> bool:
+def exchange(a: Path, b: Path) -> bool:
     """Swap two paths atomically with renameat2; False where the system or file system cannot."""
     if not sys.platform.startswith("linux"):
         return False
@@ -147,7 +147,7 @@ def _swap(stage: Path, out_dir: Path, rename: Callable[[Path, Path], object] = o
     if not out_dir.exists():
         rename(stage, out_dir)
         return
-    if rename is os.replace and _exchange(stage, out_dir):
+    if rename is os.replace and exchange(stage, out_dir):
         # One step: out_dir is the new site at every instant after it, and stage holds the old one.
         shutil.rmtree(stage, ignore_errors=True)
         return

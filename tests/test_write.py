@@ -46,7 +46,7 @@ def test_the_swap_is_one_exchange_where_the_file_system_has_it(tmp_path: Path) -
     b.mkdir()
     (a / "which").write_text("a")
     (b / "which").write_text("b")
-    if not write._exchange(a, b):
+    if not write.exchange(a, b):
         pytest.skip("renameat2(RENAME_EXCHANGE) is not available here; the two-rename swap is used")
     assert (a / "which").read_text() == "b" and (b / "which").read_text() == "a"
 
