@@ -14,6 +14,13 @@ from generator.patterns import regex_problem
 
 API_DIR = "api/v1"
 INDEX_VERSION: Literal[2] = 2
+
+
+def entry_path(entry_id: str) -> str:
+    """The site-relative path of an entry's page, the one address every link, feed and index record uses."""
+    return f"failures/{entry_id}/"
+
+
 REPORT_VERSION: Literal[2] = 2
 # Onsets kept per finding: the lowest ranks (then hosts) first.
 ONSETS_KEPT = 1024

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
+from generator.contract import entry_path
 from generator.link import Catalog
 from generator.markup import plain_markdown
 
@@ -20,7 +21,7 @@ def build_crawl_files(catalog: Catalog, pages: list[str]) -> dict[str, str]:
 
 
 def _sitemap(catalog: Catalog, pages: list[str]) -> str:
-    lastmod = {f"failures/{e.id}/index.html": e.updated.isoformat() for e in catalog.entries.values()}
+    lastmod = {entry_path(e.id) + "index.html": e.updated.isoformat() for e in catalog.entries.values()}
     lastmod |= {f"hubs/{h.id}/index.html": h.updated.isoformat() for h in catalog.hubs.values()}
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']
     for page in pages:
@@ -50,7 +51,7 @@ def _feed(catalog: Catalog) -> str:
         f"  <author><name>{escape(site.author)}</name></author>",
     ]
     for e in entries:
-        url = site.url(f"failures/{e.id}/")
+        url = site.url(entry_path(e.id))
         lines += [
             "  <entry>",
             f"    <title>{escape(e.title)}</title>",

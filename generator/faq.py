@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from generator.contract import entry_path
 from generator.link import Catalog
 from generator.markup import show_controls
 from generator.schema import Entry
@@ -138,7 +139,7 @@ def _related(entry: Entry, catalog: Catalog) -> str | None:
     ids = catalog.related.get(entry.id, [])
     if not ids:
         return None
-    items = [f"[{catalog.entries[i].title}]({catalog.site.path(f'failures/{i}/')})" for i in ids]
+    items = [f"[{catalog.entries[i].title}]({catalog.site.path(entry_path(i))})" for i in ids]
     return "Check these next:\n\n" + _bullets(items)
 
 

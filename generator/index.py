@@ -14,6 +14,7 @@ from generator.contract import (
     IndexEntry,
     IndexSignature,
     contract_schemas,
+    entry_path,
 )
 from generator.link import Catalog
 from generator.patterns import required_literal
@@ -28,7 +29,7 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
         "schema_version": INDEX_VERSION,
         "entry": entry.id,
         "title": entry.title,
-        "url": catalog.site.url(f"failures/{entry.id}/"),
+        "url": catalog.site.url(entry_path(entry.id)),
         "severity": entry.severity,
         "category": entry.category,
         "systems": [r.id for r in entry.systems],
@@ -86,7 +87,7 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
                     within=d.within,
                     after_finite=d.after_finite,
                 ),
-                source=f"docs:{catalog.site.url(f'failures/{entry.id}/')}",
+                source=f"docs:{catalog.site.url(entry_path(entry.id))}",
             )
     return records
 
@@ -102,7 +103,7 @@ def build_signature_index(catalog: Catalog) -> dict[str, str]:
             IndexEntry(
                 id=entry.id,
                 title=entry.title,
-                url=catalog.site.url(f"failures/{entry.id}/"),
+                url=catalog.site.url(entry_path(entry.id)),
                 summary=entry.summary,
                 category=entry.category,
                 severity=entry.severity,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import re
 from collections.abc import Callable, Iterator
@@ -14,6 +13,8 @@ from urllib.parse import urlsplit
 import jinja2
 from markupsafe import Markup
 
+from generator import jsonld
+from generator.contract import entry_path
 from generator.faq import expand_faq
 from generator.link import Catalog
 from generator.markup import (
@@ -21,7 +22,6 @@ from generator.markup import (
     highlight_code,
     outline,
     plain_markdown,
-    plain_text,
     render_inline,
     render_markdown,
     show_controls,
@@ -213,15 +213,6 @@ def link_label(url: str) -> str:
     return (parts.netloc + parts.path).rstrip("/")
 
 
-def _jsonld(data: list[dict[str, Any]]) -> list[Markup]:
-    """Serialise JSON-LD so that no '</script>' inside the data can close the element."""
-    out = []
-    for item in data:
-        text = json.dumps(item, ensure_ascii=False, sort_keys=True, indent=1)
-        out.append(Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")))
-    return out
-
-
 class Renderer:
     """Render pages of one Catalog; each render_* returns (relative output path, HTML)."""
 
@@ -234,8 +225,9 @@ class Renderer:
             site=self.site,
             path=self.site.path,
             url=self.site.url,
-            jsonld=_jsonld,
+            jsonld=jsonld.script_text,
             source_link=source_link,
+            entry_path=entry_path,
             highlight=lambda code, lang: Markup(highlight_code(code, lang)),
             link_label=link_label,
             system_name=lambda sid: SYSTEMS[sid].name,
@@ -261,21 +253,12 @@ class Renderer:
         rows = [self.row(i) for i in ids]
         return sorted(rows, key=lambda r: (SEVERITY_ORDER[r.severity], r.title.lower()))
 
-    def _breadcrumbs_ld(self, crumbs: list[Crumb]) -> dict[str, Any]:
-        items = []
-        for position, crumb in enumerate(crumbs, start=1):
-            item: dict[str, Any] = {"@type": "ListItem", "position": position, "name": crumb.name}
-            if position < len(crumbs):
-                item["item"] = self.site.url(crumb.path)
-            items.append(item)
-        return {"@context": "https://schema.org", "@type": "BreadcrumbList", "itemListElement": items}
-
     def _page(self, path: str, title: str, description: str, crumbs: list[tuple[str, str]], **kw: Any) -> Page:
         trail = [Crumb("Home", "")] + [Crumb(n, p) for n, p in crumbs]
-        jsonld = list(kw.pop("jsonld", []))
+        data = list(kw.pop("jsonld", []))
         if crumbs:
-            jsonld.append(self._breadcrumbs_ld(trail))
-        return Page(path, title, description, trail if crumbs else [], jsonld, **kw)
+            data.append(jsonld.breadcrumbs(self.site, [(c.name, c.path) for c in trail]))
+        return Page(path, title, description, trail if crumbs else [], data, **kw)
 
     def _view(self, path: str, template: str, context: Any) -> PageView:
         return PageView(path, template, context)
@@ -290,9 +273,9 @@ class Renderer:
         faq_html = [(item.question, Markup(render_markdown(item.answer))) for item in context.faq]
         if not faq_html:
             return context
-        jsonld = list(context.page.jsonld)
-        jsonld.insert(1, self._faq_ld(faq_html))
-        return replace(context, faq=faq_html, page=replace(context.page, jsonld=jsonld))
+        data = list(context.page.jsonld)
+        data.insert(1, jsonld.faq_page(faq_html))  # after the article, before the breadcrumbs
+        return replace(context, faq=faq_html, page=replace(context.page, jsonld=data))
 
     def _edit_url(self, source: str) -> str:
         return f"{self.site.repo_url.rstrip('/')}/edit/{self.site.edit_branch}/{source}"
@@ -301,23 +284,9 @@ class Renderer:
 
     def render_entry(self, entry: Entry) -> PageView:
         """Render /failures/<id>/."""
-        path = f"failures/{entry.id}/"
+        path = entry_path(entry.id)
         faq = expand_faq(entry, self.catalog)
-        article = {
-            "@context": "https://schema.org",
-            "@type": "TechArticle",
-            "headline": entry.title,
-            "description": plain_markdown(entry.summary),
-            "url": self.site.url(path),
-            "datePublished": entry.added.isoformat(),
-            "dateModified": entry.updated.isoformat(),
-            "author": {"@type": "Organization", "name": self.site.author, "url": self.site.base_url},
-            "publisher": {"@type": "Organization", "name": self.site.title, "url": self.site.base_url},
-            "keywords": [self.catalog.tags[t].title for t in entry.tags],
-            "about": [SYSTEMS[s.id].name for s in entry.systems],
-            "inLanguage": self.site.language,
-        }
-        jsonld = [article]  # the FAQ's JSON-LD follows the article, once its Markdown is rendered
+        article = jsonld.entry_article(entry, self.site, path, [self.catalog.tags[t].title for t in entry.tags])
         page = self._page(
             path,
             entry.title,
@@ -327,7 +296,7 @@ class Renderer:
                 (CATEGORIES[entry.category].name, f"categories/{entry.category}/"),
                 (entry.title, path),
             ],
-            jsonld=jsonld,
+            jsonld=[article],  # the FAQ's follows once its Markdown is rendered
             og_type="article",
         )
         context = EntryPageContext(
@@ -362,20 +331,6 @@ class Renderer:
         start = min(max(0, at - SIDENAV_LIMIT // 2), len(ordered) - SIDENAV_LIMIT)
         return ordered[start : start + SIDENAV_LIMIT]
 
-    def _faq_ld(self, faq: list[tuple[str, Markup]]) -> dict[str, Any]:
-        return {
-            "@context": "https://schema.org",
-            "@type": "FAQPage",
-            "mainEntity": [
-                {
-                    "@type": "Question",
-                    "name": question,
-                    "acceptedAnswer": {"@type": "Answer", "text": plain_text(answer)},
-                }
-                for question, answer in faq
-            ],
-        }
-
     def render_hub(self, hub: Hub) -> PageView:
         """Render /hubs/<id>/ with its comparison table in groups."""
         path = f"hubs/{hub.id}/"
@@ -393,17 +348,7 @@ class Renderer:
             hub.title,
             hub.summary,
             [("Hubs", "hubs/"), (hub.title, path)],
-            jsonld=[
-                {
-                    "@context": "https://schema.org",
-                    "@type": "TechArticle",
-                    "headline": hub.title,
-                    "description": hub.summary,
-                    "url": self.site.url(path),
-                    "dateModified": hub.updated.isoformat(),
-                    "author": {"@type": "Organization", "name": self.site.author, "url": self.site.base_url},
-                }
-            ],
+            jsonld=[jsonld.hub_article(hub, self.site, path)],
         )
         context = HubPageContext(
             page,
@@ -421,59 +366,22 @@ class Renderer:
 
     def render_list(self, kind: str, key: str) -> PageView:
         """Render a tag, category or system page."""
-        if kind == "tags":
-            info = self.catalog.tags[key]
-            heading, intro, ids, parent = f"Tag: {info.title}", info.description, self.catalog.by_tag[key], "Tags"
-        elif kind == "categories":
-            term = CATEGORIES[key]
-            heading, intro, ids, parent = (
-                f"{term.name} failures",
-                term.description,
-                self.catalog.by_category[key],
-                "Categories",
-            )
-        else:
-            term = SYSTEMS[key]
-            heading, intro, ids, parent = (
-                f"{term.name} failures",
-                term.description,
-                self.catalog.by_system[key],
-                "Systems",
-            )
+        listing = LISTINGS[kind]
+        name, intro = listing.term(self.catalog, key)
+        heading = listing.heading.format(name=name)
         hubs = [(h.id, h.title) for h in self.catalog.hubs.values() if kind == "systems" and h.system == key]
         path = f"{kind}/{key}/"
-        page = self._page(path, heading, intro, [(parent, f"{kind}/"), (heading, path)])
-        return self._view(path + "index.html", "list.html", ListPageContext(page, heading, intro, self.rows(ids), hubs))
+        page = self._page(path, heading, intro, [(listing.parent, f"{kind}/"), (heading, path)])
+        rows = self.rows(listing.members(self.catalog)[key])
+        return self._view(path + "index.html", "list.html", ListPageContext(page, heading, intro, rows, hubs))
 
     def render_directory(self, kind: str) -> PageView:
         """Render /tags/, /categories/, /systems/ or /hubs/."""
-        items: list[tuple[str, str, str, int]]
-        if kind == "tags":
-            heading, intro = "Tags", "Every tag and how many failures carry it."
-            items = [
-                (t, i.title, i.description, len(self.catalog.by_tag.get(t, [])))
-                for t, i in self.catalog.tags.items()
-                if t in self.catalog.by_tag
-            ]
-        elif kind == "categories":
-            heading, intro = "Categories", "Failures by the kind of thing that breaks."
-            items = [
-                (c, CATEGORIES[c].name, CATEGORIES[c].description, len(ids))
-                for c, ids in self.catalog.by_category.items()
-            ]
-        elif kind == "systems":
-            heading, intro = "Systems", "Failures by the library, runtime or hardware that reports them."
-            items = [
-                (s, SYSTEMS[s].name, SYSTEMS[s].description, len(ids)) for s, ids in self.catalog.by_system.items()
-            ]
-        else:
-            heading, intro = "Hubs", "One system's errors side by side, with the switches that tell them apart."
-            items = [
-                (h.id, h.title, h.summary, len(self.catalog.hub_rows.get(h.id, []))) for h in self.catalog.hubs.values()
-            ]
+        directory = DIRECTORIES[kind]
         path = f"{kind}/"
-        page = self._page(path, heading, intro, [(heading, path)])
-        return self._view(path + "index.html", "directory.html", DirectoryContext(page, heading, intro, items))
+        page = self._page(path, directory.heading, directory.intro, [(directory.heading, path)])
+        context = DirectoryContext(page, directory.heading, directory.intro, directory.items(self.catalog))
+        return self._view(path + "index.html", "directory.html", context)
 
     def render_home(self) -> PageView:
         """Render the home page."""
@@ -484,15 +392,7 @@ class Renderer:
             self.site.title,
             self.site.tagline,
             [],
-            jsonld=[
-                {
-                    "@context": "https://schema.org",
-                    "@type": "WebSite",
-                    "name": self.site.title,
-                    "url": self.site.base_url,
-                    "description": self.site.tagline,
-                }
-            ],
+            jsonld=[jsonld.website(self.site)],
         )
         context = HomeContext(
             page,
@@ -554,6 +454,68 @@ class Renderer:
 
 
 @dataclass(frozen=True)
+class Listing:
+    """A kind of listing page (/tags/<id>/, /categories/<id>/, /systems/<id>/): where its terms come from."""
+
+    parent: str  # title of the directory page above it
+    heading: str  # with {name} for the term's name
+    members: Callable[[Catalog], dict[str, list[str]]]  # term id to entry ids
+    term: Callable[[Catalog, str], tuple[str, str]]  # term id to (name, description)
+
+
+LISTINGS = {
+    "tags": Listing(
+        "Tags", "Tag: {name}", lambda c: c.by_tag, lambda c, key: (c.tags[key].title, c.tags[key].description)
+    ),
+    "categories": Listing(
+        "Categories",
+        "{name} failures",
+        lambda c: c.by_category,
+        lambda c, key: (CATEGORIES[key].name, CATEGORIES[key].description),
+    ),
+    "systems": Listing(
+        "Systems",
+        "{name} failures",
+        lambda c: c.by_system,
+        lambda c, key: (SYSTEMS[key].name, SYSTEMS[key].description),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Directory:
+    """A directory page (/tags/, /categories/, /systems/, /hubs/): its words and its items."""
+
+    heading: str
+    intro: str
+    items: Callable[[Catalog], list[tuple[str, str, str, int]]]  # (id, name, description, entries)
+
+
+DIRECTORIES = {
+    "tags": Directory(
+        "Tags",
+        "Every tag and how many failures carry it.",
+        lambda c: [(t, i.title, i.description, len(c.by_tag[t])) for t, i in c.tags.items() if t in c.by_tag],
+    ),
+    "categories": Directory(
+        "Categories",
+        "Failures by the kind of thing that breaks.",
+        lambda c: [(k, CATEGORIES[k].name, CATEGORIES[k].description, len(ids)) for k, ids in c.by_category.items()],
+    ),
+    "systems": Directory(
+        "Systems",
+        "Failures by the library, runtime or hardware that reports them.",
+        lambda c: [(k, SYSTEMS[k].name, SYSTEMS[k].description, len(ids)) for k, ids in c.by_system.items()],
+    ),
+    "hubs": Directory(
+        "Hubs",
+        "One system's errors side by side, with the switches that tell them apart.",
+        lambda c: [(h.id, h.title, h.summary, len(c.hub_rows.get(h.id, []))) for h in c.hubs.values()],
+    ),
+}
+
+
+@dataclass(frozen=True)
 class _Simple:
     page: Page
 
@@ -591,10 +553,8 @@ def page_views(renderer: Renderer) -> list[PageView]:
     views = [r.render_home(), r.render_failures(), r.render_search(), r.render_diagnose(), r.render_404()]
     views += [r.render_entry(e) for e in catalog.entries.values()]
     views += [r.render_hub(h) for h in catalog.hubs.values()]
-    views += [r.render_list("tags", t) for t in catalog.by_tag]
-    views += [r.render_list("categories", c) for c in catalog.by_category]
-    views += [r.render_list("systems", s) for s in catalog.by_system]
-    views += [r.render_directory(k) for k in ("tags", "categories", "systems", "hubs")]
+    views += [r.render_list(kind, key) for kind, listing in LISTINGS.items() for key in listing.members(catalog)]
+    views += [r.render_directory(kind) for kind in DIRECTORIES]
     return sorted(views, key=lambda view: view.path)
 
 
