@@ -89,7 +89,8 @@ def wait_for(url: str, text: str, timeout: float) -> float:
 
 def serve_latency(command: list[str], url: str, edit, cwd: Path | None = None) -> tuple[float, float]:
     """Start a server, make three edits, return the median seconds from save to served, and its peak MB."""
-    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(Path(tempfile.gettempdir()) / f"scale-bench-{Path(command[0]).name}-serve.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(url, "</html>", timeout=1800)
         time.sleep(2)  # let the first build's search indexing and the watcher settle
@@ -105,6 +106,7 @@ def serve_latency(command: list[str], url: str, edit, cwd: Path | None = None) -
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        log.close()
 
 
 def _peak_mb(pid: int) -> float:
@@ -118,7 +120,11 @@ def add_word(path: Path, marker: str, word: str) -> None:
     """Put word at the start of the text after marker: the entry's summary (YAML) or page (Markdown)."""
     text = path.read_text(encoding="utf-8")
     at = text.index(marker) + len(marker)
-    at += text[at] in "'\"" and not text.startswith('"', at + 1)  # inside a quoted YAML scalar
+    if text[at] in ">|":  # a YAML block scalar: its text starts on the next line, after the indent
+        at = text.index("\n", at) + 1
+        at += len(text[at:]) - len(text[at:].lstrip(" "))
+    elif text[at] in "'\"":  # inside a quoted YAML scalar
+        at += 1
     path.write_text(text[:at] + word + " " + text[at:], encoding="utf-8")
 
 

@@ -10,17 +10,13 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import PurePosixPath
 
-from pygments.lexers import get_all_lexers
-
-from generator.diagnose import rules
 from generator.errors import ContentError, Problem
 from generator.load import Document, Example
-from generator.patterns import compile_signature, regex_problem, required_literal
+from generator.patterns import compile_signature, required_literal
 from generator.schema import DiagnoseExample, Entry, Hub, HubRef, SiteConfig, TagInfo
 from generator.validate import Validated, did_you_mean
 
 RELATED_LIMIT = 6
-LANGUAGES = frozenset(alias for _name, aliases, _files, _mimes in get_all_lexers() for alias in aliases)
 
 
 @dataclass(frozen=True)
@@ -105,26 +101,6 @@ def _check_references(validated: Validated, problems: list[Problem]) -> None:
                 problems.append(doc.problem(("hubs", i, "group"), f"hub {hub.id!r} has no group {ref.group!r}", hint))
 
 
-def _check_languages(validated: Validated, problems: list[Problem]) -> None:
-    for entry, doc in validated.entries:
-        blocks: list[tuple[tuple[str | int, ...], str]] = [
-            (("confirm", i, "language"), c.language) for i, c in enumerate(entry.confirm) if c.command
-        ]
-        blocks += [(("fix", "code", i, "language"), c.language) for i, c in enumerate(entry.fix.code)]
-        if entry.verify.command:
-            blocks.append((("verify", "language"), entry.verify.language))
-        for loc, language in blocks:
-            if language not in LANGUAGES:
-                problems.append(
-                    doc.problem(
-                        loc,
-                        f"unknown code language {language!r}",
-                        did_you_mean(language, LANGUAGES)
-                        or "use a Pygments name such as python, shell, json, yaml or text",
-                    )
-                )
-
-
 def _matcher(kind: str, pattern: str) -> Callable[[str], bool]:
     """Whether a line holds the signature; a literal is a substring test, as the index contract says."""
     if kind == "literal":
@@ -134,36 +110,24 @@ def _matcher(kind: str, pattern: str) -> Callable[[str], bool]:
 
 
 def _check_signatures(validated: Validated, problems: list[Problem]) -> dict[tuple[str, str], Callable[[str], bool]]:
-    """Check each signature on its own; return a matcher for every signature that is safe to run."""
+    """Report a signature two entries claim; return a matcher for every signature that is safe to run."""
     owners: dict[tuple[str, str], str] = {}
     matchers: dict[tuple[str, str], Callable[[str], bool]] = {}
     for entry, doc in validated.entries:
         for i, sig in enumerate(entry.signatures):
-            loc: tuple[str | int, ...] = ("signatures", i, sig.kind)
             key = (sig.kind, sig.pattern)
-            if key not in matchers:
-                if sig.regex is not None and (why := regex_problem(sig.regex)):
-                    problems.append(doc.problem(loc, f"unsafe regex: {why}"))
-                    continue
-                matchers[key] = _matcher(*key)
+            if sig.regex is not None and sig.regex in validated.unsafe:
+                continue  # reported with its entry; never run
+            matchers.setdefault(key, _matcher(*key))
             if key in owners and owners[key] != entry.id:
                 problems.append(
                     doc.problem(
-                        loc,
+                        ("signatures", i, sig.kind),
                         f"signature is already claimed by entry {owners[key]!r}",
                         "each signature belongs to one entry",
                     )
                 )
             owners.setdefault(key, entry.id)
-            for j, example in enumerate(sig.examples):
-                if not matchers[key](example):
-                    problems.append(
-                        doc.problem(
-                            ("signatures", i, "examples", j),
-                            "example is not matched by its own signature",
-                            f"pattern: {sig.pattern}",
-                        )
-                    )
     return matchers
 
 
@@ -260,49 +224,15 @@ def _check_refinements(
                     )
 
 
-FRAME_LINES = [re.compile(rules.TRACEBACK["frame"], re.ASCII), re.compile(rules.TRACEBACK["box_frame"], re.ASCII)]
-
-
-def _frames_of(example: str) -> list[tuple[str, str]]:
-    """The (path, function) of each frame line in a frame signature's example."""
-    found = []
-    for line in example.splitlines():
-        for rx in FRAME_LINES:
-            if m := rx.match(line.strip(" ")) or rx.match(line):
-                found.append((m.group(1).replace("\\", "/"), m.group(3)))
-                break
-    return found
-
-
-def _check_frames_and_wraps(validated: Validated, problems: list[Problem]) -> None:
+def _check_wraps(validated: Validated, problems: list[Problem]) -> None:
     for entry, doc in validated.entries:
-        for i, frames in enumerate(entry.frames):
-            calls = [(c.path, c.function) for c in frames.calls]
-            for j, example in enumerate(frames.examples):
-                seen = _frames_of(example)
-                runs = [seen[k : k + len(calls)] for k in range(len(seen) - len(calls) + 1)]
-                if not any(
-                    all(("/" + p).endswith("/" + cp) and f == cf for (p, f), (cp, cf) in zip(run, calls, strict=True))
-                    for run in runs
-                ):
-                    problems.append(
-                        doc.problem(
-                            ("frames", i, "examples", j),
-                            "example does not show the calls in a row"
-                            if seen
-                            else "example holds no frame line ('  File \"…\", line N, in f')",
-                            "calls: " + " > ".join(f"{p} in {f}" for p, f in calls),
-                        )
-                    )
         for k, wrapped in enumerate(entry.wraps):
-            if wrapped != "*" and wrapped not in validated.entry_ids:
+            if wrapped != "*" and wrapped != entry.id and wrapped not in validated.entry_ids:
                 problems.append(
                     doc.problem(
                         ("wraps", k), f"no entry has id {wrapped!r}", did_you_mean(wrapped, validated.entry_ids)
                     )
                 )
-            elif wrapped == entry.id:
-                problems.append(doc.problem(("wraps", k), "an entry cannot wrap itself"))
 
 
 def _warnings(
@@ -370,9 +300,8 @@ def link_catalog(validated: Validated) -> Catalog:
     _check_ids(validated, problems)
     _check_references(validated, problems)
     matchers = _check_signatures(validated, problems)
-    _check_languages(validated, problems)
     _check_refinements(validated, problems, matchers)
-    _check_frames_and_wraps(validated, problems)
+    _check_wraps(validated, problems)
     if problems or validated.site is None or validated.tags is None:
         raise ContentError(problems)
 

@@ -117,6 +117,9 @@ class _Walker:
         return value
 
 
+Checked = tuple[Any, list[Problem], frozenset[str]]  # a file's model, its problems, its unsafe regexes
+
+
 class Memo:
     """Each file parsed and checked, by its bytes: kept in memory by `serve`, and on disk when given a folder.
 
@@ -126,7 +129,8 @@ class Memo:
 
     def __init__(self, folder: Path | None = None, salt: bytes = b"") -> None:
         self.parsed: dict[tuple[str, bytes], tuple[Document, list[Problem]]] = {}
-        self.checked: dict[int, tuple[Document, Any, list[Problem]]] = {}  # by id() of a parsed Document
+        # By id() of a parsed Document: the document, its model, its problems and the regexes unsafe to run.
+        self.checked: dict[int, tuple[Document, Any, list[Problem], frozenset[str]]] = {}
         self.folder, self.salt = folder, salt
         self._files: dict[int, tuple[str, list[Problem]]] = {}  # id() of a parsed Document: its disk name, problems
         self._seen: set[tuple[str, bytes]] = set()
@@ -148,21 +152,24 @@ class Memo:
             self._files[id(doc)] = (name, problems)
         return self.parsed[key]
 
-    def check(self, doc: Document, result: Any, found: list[Problem]) -> None:
+    def check(self, doc: Document, result: Any, found: list[Problem], unsafe: frozenset[str]) -> None:
         """Keep a document's validation, in memory and on disk."""
-        self.checked[id(doc)] = (doc, result, found)
+        self.checked[id(doc)] = (doc, result, found, unsafe)
         if self.folder is None or id(doc) not in self._files:
             return
         name, problems = self._files[id(doc)]
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             partial = self.folder / f"{name}.{os.getpid()}.part"
-            partial.write_bytes(pickle.dumps((doc, problems, (result, found)), protocol=pickle.HIGHEST_PROTOCOL))
+            kept = (doc, problems, (result, found, unsafe))
+            partial.write_bytes(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
             os.replace(partial, self.folder / f"{name}.pickle")
         except (OSError, pickle.PicklingError):
             pass  # without a disk copy the next build parses the file again
 
-    def _read(self, name: str) -> tuple[Document, list[Problem], tuple[Any, list[Problem]] | None] | None:
+    def _read(
+        self, name: str
+    ) -> tuple[Document, list[Problem], tuple[Any, list[Problem], frozenset[str]] | None] | None:
         if self.folder is None:
             return None
         try:

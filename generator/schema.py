@@ -35,7 +35,8 @@ Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 PatternText = Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"\S")]
 # Real log lines can be long (a watchdog line with its WorkNCCL record runs past 300 characters).
 LogLine = Annotated[str, StringConstraints(min_length=1, max_length=4000, pattern=r"\S")]
-Url = Annotated[str, StringConstraints(pattern=r"^https?://[^\s<>\"]+$")]
+URL_PATTERN = r"^https?://[^\s<>\"]+$"
+Url = Annotated[str, StringConstraints(pattern=URL_PATTERN)]
 
 
 def _known(vocabulary: dict[str, Any], what: str) -> Any:

@@ -11,12 +11,15 @@ from typing import Any, TypeVar
 
 import pydantic
 from pydantic import BaseModel
+from pygments.lexers import get_all_lexers
 
 from generator.codecheck import blocks
 from generator.codecheck import problems as block_problems
+from generator.diagnose import rules
 from generator.errors import Problem
 from generator.load import Document, Example, Path_, Sources
-from generator.schema import Entry, Hub, SiteConfig, Tags
+from generator.patterns import compile_signature, regex_problem
+from generator.schema import ID_PATTERN, SOURCE_PATTERN, URL_PATTERN, Entry, Hub, SiteConfig, Tags
 from generator.taxonomy import CATEGORIES, SYSTEMS
 
 M = TypeVar("M", bound=BaseModel)
@@ -66,6 +69,14 @@ def _model_at(model: type[BaseModel], loc: Path_) -> type[BaseModel] | None:
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
+# What a value that fails one of the schema's patterns should have been, in an author's words.
+PATTERN_MEANINGS = {
+    ID_PATTERN: "expected a kebab-case id (a-z, 0-9, '-')",
+    URL_PATTERN: "expected an http(s) URL",
+    SOURCE_PATTERN: "expected 'owner/repo:path', 'pypi:package==version:path' or 'docs:https://…'",
+}
+
+
 def _describe(error: Any, model: type[BaseModel], doc: Document) -> tuple[str, str]:
     """Return the message and hint for one pydantic error."""
     kind, loc, ctx = error["type"], tuple(error["loc"]), error.get("ctx") or {}
@@ -88,16 +99,8 @@ def _describe(error: Any, model: type[BaseModel], doc: Document) -> tuple[str, s
         return f"expected one of: {expected}; got {value!r}", did_you_mean(str(value), choices)
     if kind == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
-        if pattern.startswith("^[a-z0-9]+"):
-            return f"expected a kebab-case id (a-z, 0-9, '-'); got {value!r}", ""
-        if pattern.startswith("^https?"):
-            return f"expected an http(s) URL; got {value!r}", ""
-        if pattern.startswith("^(pypi"):
-            return (
-                f"expected 'owner/repo:path', 'pypi:package==version:path' or 'docs:https://…'; got {value!r}",
-                "",
-            )
-        return f"does not match {pattern}; got {value!r}", ""
+        expected = PATTERN_MEANINGS.get(pattern, f"does not match {pattern}")
+        return f"{expected}; got {value!r}", ""
     if kind == "value_error":
         message = str(ctx.get("error", error["msg"]))
         if message.startswith("unknown category"):
@@ -177,28 +180,31 @@ class Validated(typing.NamedTuple):
     hub_ids: frozenset[str]
     tags_doc: Document
     examples: dict[str, Example]
+    unsafe: frozenset[str] = frozenset()  # regexes reported as unsafe, which no later check may run
 
 
 def validate_sources(sources: Sources) -> Validated:
     """Validate site.yaml, tags.yaml, every entry and every hub; collect all problems."""
     problems = list(sources.problems)
     broken = {p.path for p in problems}
+    unsafe: set[str] = set()
 
     def check(model: type[M], doc: Document) -> M | None:
         if doc.path in broken or doc.data is None:
             return None
         kept = sources.memo.checked.get(id(doc)) if sources.memo else None
         if kept is not None and kept[0] is doc:
-            result, found = typing.cast("M | None", kept[1]), kept[2]
+            result, found, bad = typing.cast("M | None", kept[1]), kept[2], kept[3]
         else:
             result, found = validate_document(model, doc)
+            bad = frozenset()
             if isinstance(result, Entry):
-                # The fix code is checked with the entry, so a long-running process keeps both.
-                for block in blocks(result):
-                    found += [doc.problem(block.where, m) for m in block_problems(block, shell_syntax=False)]
+                more, bad = entry_problems(result, doc)
+                found = found + more
             if sources.memo:
-                sources.memo.check(doc, result, found)
+                sources.memo.check(doc, result, found, bad)
         problems.extend(found)
+        unsafe.update(bad)
         return result
 
     site = check(SiteConfig, sources.site)
@@ -208,7 +214,7 @@ def validate_sources(sources: Sources) -> Validated:
     # Ids of files that failed validation still count, so one broken file does not cascade
     # into "no entry has id" errors in every file that links to it.
     ids = (_ids(sources.entries), _ids(sources.hubs))
-    return Validated(site, tags, entries, hubs, problems, *ids, sources.tags, sources.examples)
+    return Validated(site, tags, entries, hubs, problems, *ids, sources.tags, sources.examples, frozenset(unsafe))
 
 
 def _ids(docs: list[Document]) -> frozenset[str]:
@@ -217,3 +223,83 @@ def _ids(docs: list[Document]) -> frozenset[str]:
         declared = doc.data.get("id") if isinstance(doc.data, dict) else None
         ids.add(declared if isinstance(declared, str) else PurePosixPath(doc.path).stem)
     return frozenset(ids)
+
+
+LANGUAGES = frozenset(alias for _name, aliases, _files, _mimes in get_all_lexers() for alias in aliases)
+FRAME_LINES = [re.compile(rules.TRACEBACK["frame"], re.ASCII), re.compile(rules.TRACEBACK["box_frame"], re.ASCII)]
+
+
+def entry_problems(entry: Entry, doc: Document) -> tuple[list[Problem], frozenset[str]]:
+    """The checks an entry passes on its own, and the regexes among its signatures that are unsafe to run.
+
+    Its regexes are safe, its examples match their own signature, its frame examples show their calls
+    in a row, its code blocks name a known language, its fix code is well formed, and it does not wrap itself.
+    """
+    problems: list[Problem] = []
+    unsafe = set()
+    for i, sig in enumerate(entry.signatures):
+        if sig.regex is not None and (why := regex_problem(sig.regex)):
+            problems.append(doc.problem(("signatures", i, sig.kind), f"unsafe regex: {why}"))
+            unsafe.add(sig.regex)
+            continue
+        compiled = compile_signature(sig.kind, sig.pattern)
+        for j, example in enumerate(sig.examples):
+            if not compiled.search(example):
+                problems.append(
+                    doc.problem(
+                        ("signatures", i, "examples", j),
+                        "example is not matched by its own signature",
+                        f"pattern: {sig.pattern}",
+                    )
+                )
+    for i, frames in enumerate(entry.frames):
+        calls = [(c.path, c.function) for c in frames.calls]
+        for j, example in enumerate(frames.examples):
+            seen = _frames_of(example)
+            runs = [seen[k : k + len(calls)] for k in range(len(seen) - len(calls) + 1)]
+            if not any(
+                all(("/" + p).endswith("/" + cp) and f == cf for (p, f), (cp, cf) in zip(run, calls, strict=True))
+                for run in runs
+            ):
+                problems.append(
+                    doc.problem(
+                        ("frames", i, "examples", j),
+                        "example does not show the calls in a row"
+                        if seen
+                        else "example holds no frame line ('  File \"…\", line N, in f')",
+                        "calls: " + " > ".join(f"{p} in {f}" for p, f in calls),
+                    )
+                )
+    for k, wrapped in enumerate(entry.wraps):
+        if wrapped == entry.id:
+            problems.append(doc.problem(("wraps", k), "an entry cannot wrap itself"))
+    languages: list[tuple[tuple[str | int, ...], str]] = [
+        (("confirm", i, "language"), c.language) for i, c in enumerate(entry.confirm) if c.command
+    ]
+    languages += [(("fix", "code", i, "language"), c.language) for i, c in enumerate(entry.fix.code)]
+    if entry.verify.command:
+        languages.append((("verify", "language"), entry.verify.language))
+    for loc, language in languages:
+        if language not in LANGUAGES:
+            problems.append(
+                doc.problem(
+                    loc,
+                    f"unknown code language {language!r}",
+                    did_you_mean(language, LANGUAGES)
+                    or "use a Pygments name such as python, shell, json, yaml or text",
+                )
+            )
+    for block in blocks(entry):
+        problems += [doc.problem(block.where, m) for m in block_problems(block, shell_syntax=False)]
+    return problems, frozenset(unsafe)
+
+
+def _frames_of(example: str) -> list[tuple[str, str]]:
+    """The (path, function) of each frame line in a frame signature's example."""
+    found = []
+    for line in example.splitlines():
+        for rx in FRAME_LINES:
+            if m := rx.match(line.strip(" ")) or rx.match(line):
+                found.append((m.group(1).replace("\\", "/"), m.group(3)))
+                break
+    return found
