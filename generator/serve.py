@@ -15,14 +15,18 @@ from generator.search import reindex
 
 WATCHED = ("entries", "hubs", "templates", "static", "tags.yaml", "site.yaml")
 EVENTS = "__trainwreck/events"  # under the site's base path
-# Served pages, never the written ones, get this before </body>: on a rebuild that changed the page
-# it fetches the page again and swaps the body in place, which keeps the scroll position and shows
-# no blank flash; when a stylesheet or script changed, it reloads.
-LIVE_SCRIPT = """<script>(() => {
-  const source = new EventSource(%(events)s);
+LIVE = "__trainwreck/live.js"
+# Served pages, never the written ones, load this script (from the server, as the pages' content
+# security policy allows). On a rebuild that changed the page it fetches the page again and swaps
+# the body in place, which keeps the scroll position and shows no blank flash; when a stylesheet or
+# script changed, it reloads.
+LIVE_SCRIPT = """(() => {
+  const prefix = document.currentScript.dataset.prefix;
+  const source = new EventSource(prefix + "EVENTS");
+  source.onopen = () => { document.documentElement.dataset.live = "open"; };
   source.onmessage = async (event) => {
     const news = JSON.parse(event.data);
-    const here = location.pathname.slice(%(prefix_length)d);
+    const here = location.pathname.slice(prefix.length);
     const page = here === "" || here.endsWith("/") ? here + "index.html" : here;
     if (news.assets) { location.reload(); return; }
     if (!news.changed.includes(page)) return;
@@ -32,7 +36,8 @@ LIVE_SCRIPT = """<script>(() => {
     document.body.replaceWith(next.body);
     window.dispatchEvent(new CustomEvent("trainwreck:reloaded", {detail: news}));
   };
-})();</script>"""
+})();
+""".replace("EVENTS", EVENTS)
 
 
 class Changes:
@@ -72,6 +77,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         if self.path.split("?")[0] == self.prefix + EVENTS:
             self._events()
             return
+        if self.path.split("?")[0] == self.prefix + LIVE:
+            self._send(LIVE_SCRIPT.encode(), "text/javascript; charset=utf-8", 200)
+            return
         target = Path(self.translate_path(self.path.split("?")[0]))
         if self.live and target.is_dir() and self.path.endswith("/"):
             target = target / "index.html"
@@ -81,10 +89,13 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
     def _page(self, target: Path) -> None:
-        script = LIVE_SCRIPT % {"events": json.dumps(self.prefix + EVENTS), "prefix_length": len(self.prefix)}
-        body = target.read_bytes().replace(b"</body>", script.encode() + b"</body>", 1)
-        self.send_response(404 if target.name == "404.html" and not self.path.endswith("404.html") else 200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
+        tag = f'<script src="{self.prefix}{LIVE}" data-prefix="{self.prefix}"></script>'
+        body = target.read_bytes().replace(b"</body>", tag.encode() + b"</body>", 1)
+        self._send(body, "text/html; charset=utf-8", 200)
+
+    def _send(self, body: bytes, kind: str, status: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()

@@ -37,4 +37,5 @@ def test_build_with_a_broken_entry_leaves_previous_site_untouched(corpus: Path, 
     assert main(["--root", str(corpus), "build", "--out", str(out)]) == 1
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".site.cache", "project", "site"], "no staging folder is left behind"
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [".site.cache", "project", "site"], "no staging folder is left behind"

@@ -60,3 +60,54 @@ def test_serve_rebuilds_on_change_and_survives_a_broken_edit(corpus: Path, tmp_p
         output = proc.communicate(timeout=10)[0]
     assert "severity: expected one of: low, medium, high, critical; got 'severe'" in output
     assert "The previous site is still being served." in output
+
+
+def test_an_open_page_shows_a_saved_edit_in_place_without_reloading(corpus: Path, tmp_path: Path, browser) -> None:
+    port, site = _free_port(), tmp_path / "s"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "--root",
+            str(corpus),
+            "serve",
+            "--port",
+            str(port),
+            "--out",
+            str(tmp_path / "s"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/docs/failures/demo-nan/"
+    other = corpus / "entries/demo/demo-hang.yaml"
+    try:
+        assert _wait_for(lambda: "Demo loss turns NaN" in _get(url)), "the site was never served"
+        page = browser.new_page()
+        page.goto(url)
+        # Selectors, not predicates: the pages' content security policy forbids the eval a predicate needs.
+        page.wait_for_selector("html[data-live=open]", state="attached")
+        # A mark on the window survives an in-place update and is lost by a reload.
+        page.evaluate("window.__kept = true; window.scrollTo(0, 200)")
+        page.evaluate("window.__updates = 0; window.addEventListener('trainwreck:reloaded', () => window.__updates++)")
+        # An edit to a part of another entry this page does not show leaves it alone.
+        text = other.read_text(encoding="utf-8")
+        other.write_text(text.replace("mechanism: |\n", "mechanism: |\n  Edited.\n", 1), encoding="utf-8")
+        entry = corpus / "entries/demo/demo-nan.yaml"
+        entry.write_text(
+            entry.read_text(encoding="utf-8").replace("title: Demo loss turns NaN", "title: Demo loss turns Inf"),
+            encoding="utf-8",
+        )
+        page.wait_for_selector("h1:has-text('Demo loss turns Inf')", timeout=60000)
+        assert page.evaluate("() => window.__kept") is True, "the page was reloaded instead of updated in place"
+        assert page.evaluate("() => window.__updates") == 1, "only the edit to this page updates it"
+        assert page.title().startswith("Demo loss turns Inf")
+        # The served page carries the live script; the written one does not.
+        assert "__trainwreck/live.js" in _get(url)
+        assert "__trainwreck/live.js" not in (site / "failures/demo-nan/index.html").read_text(encoding="utf-8")
+        page.close()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
