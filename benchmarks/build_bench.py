@@ -104,7 +104,7 @@ def timed_build(root: Path, out: Path) -> dict[str, float]:
     write_files(out, {**files, "static/pygments.css": pygments_css()})
     times["write"] = time.perf_counter() - t
     t = time.perf_counter()
-    index_site(out)
+    index_site(out, ((path, html.encode("utf-8")) for path, html in pages.items()))
     times["pagefind (baseline)"] = time.perf_counter() - t
     times["pages"] = len(pages)
     times["entries"] = len(catalog.entries)

@@ -17,6 +17,7 @@ installed into this environment when it is missing.
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import shutil
 import socket
@@ -73,8 +74,8 @@ def fetch(url: str) -> str:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
             return response.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+    except (OSError, http.client.HTTPException):
+        return ""  # not up yet, or a page being replaced
 
 
 def wait_for(url: str, text: str, timeout: float) -> float:
@@ -180,7 +181,7 @@ def main() -> None:
     hugo = hugo_binary()
     print(f"baseline: {subprocess.run([hugo, 'version'], capture_output=True, text=True).stdout.strip()}")
     print(f"machine: {os.cpu_count()} cores")
-    rows = []
+    rows: list[tuple[int, str, float, float, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
