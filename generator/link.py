@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import re
 from collections import Counter, defaultdict
@@ -294,16 +295,33 @@ def _rank_related(entries: dict[str, Entry], by_category: dict[str, list[str]]) 
     return related
 
 
+def _signature_key(validated: Validated) -> str:
+    """Everything the signature checks read: each entry's id, signatures and wraps, the ids, the unsafe regexes."""
+    signatures = [
+        (e.id, [(s.kind, s.pattern, s.examples, s.refines) for s in e.signatures], e.wraps)
+        for e, _ in validated.entries
+    ]
+    text = repr((signatures, sorted(validated.entry_ids), sorted(validated.unsafe)))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def link_catalog(validated: Validated) -> Catalog:
     """Run the cross-entry checks and index the content; raise ContentError on any problem."""
     problems = list(validated.problems)
     _check_ids(validated, problems)
     _check_references(validated, problems)
-    matchers = _check_signatures(validated, problems)
-    _check_refinements(validated, problems, matchers)
-    _check_wraps(validated, problems)
+    # The signature checks cost the most and read only what _signature_key covers: a process that
+    # builds again (serve) skips them when that is as it was in a build they passed.
+    key = _signature_key(validated)
+    memo = validated.memo
+    if memo is None or key not in memo.passed:
+        matchers = _check_signatures(validated, problems)
+        _check_refinements(validated, problems, matchers)
+        _check_wraps(validated, problems)
     if problems or validated.site is None or validated.tags is None:
         raise ContentError(problems)
+    if memo is not None:
+        memo.passed = {key}
 
     entries = {e.id: e for e, _ in sorted(validated.entries, key=lambda pair: pair[0].id)}
     by_tag: dict[str, list[str]] = defaultdict(list)

@@ -134,6 +134,7 @@ class Memo:
         self.folder, self.salt = folder, salt
         self._files: dict[int, tuple[str, list[Problem]]] = {}  # id() of a parsed Document: its disk name, problems
         self._seen: set[tuple[str, bytes]] = set()
+        self.passed: set[str] = set()  # the key of the signatures of the last build whose checks passed
 
     def parse(self, display: str, raw: bytes) -> tuple[Document, list[Problem]]:
         """Parse raw unless these very bytes were parsed under this name before."""

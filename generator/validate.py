@@ -17,7 +17,7 @@ from generator.codecheck import blocks
 from generator.codecheck import problems as block_problems
 from generator.diagnose import rules
 from generator.errors import Problem
-from generator.load import Document, Example, Path_, Sources
+from generator.load import Document, Example, Memo, Path_, Sources
 from generator.patterns import compile_signature, regex_problem
 from generator.schema import ID_PATTERN, SOURCE_PATTERN, URL_PATTERN, Entry, Hub, SiteConfig, Tags
 from generator.taxonomy import CATEGORIES, SYSTEMS
@@ -181,6 +181,7 @@ class Validated(typing.NamedTuple):
     tags_doc: Document
     examples: dict[str, Example]
     unsafe: frozenset[str] = frozenset()  # regexes reported as unsafe, which no later check may run
+    memo: Memo | None = None  # what a long-running process keeps between builds
 
 
 def validate_sources(sources: Sources) -> Validated:
@@ -214,7 +215,9 @@ def validate_sources(sources: Sources) -> Validated:
     # Ids of files that failed validation still count, so one broken file does not cascade
     # into "no entry has id" errors in every file that links to it.
     ids = (_ids(sources.entries), _ids(sources.hubs))
-    return Validated(site, tags, entries, hubs, problems, *ids, sources.tags, sources.examples, frozenset(unsafe))
+    return Validated(
+        site, tags, entries, hubs, problems, *ids, sources.tags, sources.examples, frozenset(unsafe), sources.memo
+    )
 
 
 def _ids(docs: list[Document]) -> frozenset[str]:

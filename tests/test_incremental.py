@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from generator.build import THEME, build, cache_folder
+from generator.errors import ContentError
 from generator.load import Memo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,3 +125,15 @@ def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:
     build(root, out, search=False, theme=theme)
     build(root, clean, search=False, theme=theme, cache=False)
     assert _tree(out) == _tree(clean)
+
+
+def test_a_kept_build_still_finds_a_signature_another_entry_claims(tmp_path: Path) -> None:
+    root, theme = _project(tmp_path)
+    memo = Memo()
+    build(root, tmp_path / "site", search=False, theme=theme, memo=memo)
+    first, second = sorted((root / "entries").rglob("*.yaml"))[:2]
+    claimed = yaml.safe_load(first.read_text(encoding="utf-8"))["signatures"][0]
+    _edit_yaml(second, lambda d: d["signatures"].append(dict(claimed, refines=[])))
+    with pytest.raises(ContentError) as caught:
+        build(root, tmp_path / "site", search=False, theme=theme, memo=memo)
+    assert any("is already claimed by entry" in p.message for p in caught.value.problems)
