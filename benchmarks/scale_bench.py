@@ -187,12 +187,18 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         for size in args.sizes:
             rows += [(size, *row) for row in measure(size, work / str(size), hugo)]
+            table(rows)  # after each size, so a long run shows its figures as it goes
+
+
+def table(rows: list[tuple[int, str, float, float, float, float]]) -> None:
+    """Print the figures so far as a Markdown table."""
     print("\n| entries | build | ours s | Hugo s | ours / Hugo | ours peak MB | Hugo peak MB |")
     print("|---|---|---|---|---|---|---|")
     for size, what, ours, theirs, ours_mb, their_mb in rows:
         print(
             f"| {size:,} | {what} | {ours:.3f} | {theirs:.3f} | {ours / theirs:.2f}x | {ours_mb:.0f} | {their_mb:.0f} |"
         )
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
