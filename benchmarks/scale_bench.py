@@ -129,7 +129,7 @@ def add_word(path: Path, marker: str, word: str) -> None:
     path.write_text(text[:at] + word + " " + text[at:], encoding="utf-8")
 
 
-def measure(size: int, work: Path, hugo: str) -> list[tuple[str, float, float, float, float]]:
+def measure(size: int, work: Path, hugo: str, serve: bool = True) -> list[tuple[str, float, float, float, float]]:
     """Our figures and Hugo's for one size: (what, ours s, Hugo s, ours MB, Hugo MB)."""
     corpus = work / f"content-{size}"
     synthetic_corpus(corpus, max(0, round(size / SHIPPED) - 1))
@@ -151,6 +151,13 @@ def measure(size: int, work: Path, hugo: str) -> list[tuple[str, float, float, f
     add_word(page, "---\n\n", "Warmword")
     hugo_warm = timed([hugo, "--quiet"], cwd=hugo_site)
 
+    rows = [
+        ("full", full[0], hugo_full[0], full[1], hugo_full[1]),
+        ("warm", warm[0], hugo_warm[0], warm[1], hugo_warm[1]),
+    ]
+    print(f"\n{size:,} requested: {entries:,} entries here, {pages:,} Hugo pages", flush=True)
+    if not serve:
+        return rows
     port = free_port()
     served = serve_latency(
         [*tool, "serve", "--port", str(port), "--out", str(site)],
@@ -165,17 +172,13 @@ def measure(size: int, work: Path, hugo: str) -> list[tuple[str, float, float, f
         lambda word: add_word(page, "---\n\n", word),
         cwd=hugo_site,
     )
-    print(f"\n{size:,} requested: {entries:,} entries here, {pages:,} Hugo pages", flush=True)
-    return [
-        ("full", full[0], hugo_full[0], full[1], hugo_full[1]),
-        ("warm", warm[0], hugo_warm[0], warm[1], hugo_warm[1]),
-        ("serve", served[0], hugo_served[0], served[1], hugo_served[1]),
-    ]
+    return [*rows, ("serve", served[0], hugo_served[0], served[1], hugo_served[1])]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--no-serve", action="store_true", help="measure full and warm builds only")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     args = parser.parse_args()
     hugo = hugo_binary()
@@ -186,7 +189,7 @@ def main() -> None:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         for size in args.sizes:
-            rows += [(size, *row) for row in measure(size, work / str(size), hugo)]
+            rows += [(size, *row) for row in measure(size, work / str(size), hugo, not args.no_serve)]
             table(rows)  # after each size, so a long run shows its figures as it goes
 
 
