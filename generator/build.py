@@ -111,11 +111,11 @@ def build(
     if store:
         store.site({view.path: store.key(view) for view in views})
         store.prune()
-    if memo:
-        memo.prune()
     else:
         # What the folder now holds is not what the cache last recorded.
         (cache_folder(out_dir) / "site.json").unlink(missing_ok=True)
+    if memo:
+        memo.prune()
 
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
     return BuildResult(
