@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.cache import PACKAGE, PageCache, code_digest
+from generator.cache import PageCache, code_digest, package_digest
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
 from generator.errors import Problem, StrictModeError
@@ -50,7 +50,7 @@ def cache_folder(out_dir: Path) -> Path:
 
 def source_memo(out_dir: Path) -> Memo:
     """The parsed and checked content files that builds into out_dir keep beside it."""
-    return Memo(cache_folder(out_dir) / "sources", bytes.fromhex(code_digest(PACKAGE)))
+    return Memo(cache_folder(out_dir) / "sources", package_digest())
 
 
 def build(

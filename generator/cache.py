@@ -7,6 +7,7 @@ that render: any change to any of them is a different key, so a stale page can n
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -60,17 +61,31 @@ def digest(value: Any) -> str:
     return sink.hash.hexdigest()
 
 
-def code_digest(templates: Path, extra: Iterable[Any] = ()) -> str:
-    """Digest of what renders every page: the generator's code, the templates and the library versions."""
+def _files_digest(folder: Path) -> bytes:
     h = hashlib.sha256()
-    for folder in (PACKAGE, templates):
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".html", ".xml")):
-            h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".html", ".xml")):
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.digest()
+
+
+@functools.lru_cache(maxsize=1)
+def package_digest() -> bytes:
+    """Digest of the generator's code and the rendering libraries' versions, read once per process.
+
+    Once: the code that renders is the code imported at start, whatever is saved to disk later.
+    """
+    h = hashlib.sha256(_files_digest(PACKAGE))
     for name in RENDERING:
         try:
             h.update(f"{name}=={metadata.version(name)}\0".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{name}==?\0".encode())
+    return h.digest()
+
+
+def code_digest(templates: Path, extra: Iterable[Any] = ()) -> str:
+    """Digest of what renders every page: the generator's code, library versions and the templates as saved now."""
+    h = hashlib.sha256(package_digest() + _files_digest(templates))
     h.update(digest(list(extra)).encode())
     return h.hexdigest()
 
