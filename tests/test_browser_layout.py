@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -218,6 +226,58 @@ def test_comparison_tables_never_split_an_error_string_mid_token(browser, real_u
     assert split == []
     if width == 1440:
         assert scrolling == [], "at 1440 px every comparison table fits its column"
+    ctx.close()
+
+
+class _Trickle(http.server.SimpleHTTPRequestHandler):
+    """Serve a site, sending each HTML page in pieces: cut after every element of its header, with a pause."""
+
+    PAUSE = 0.15
+    CUTS = re.compile(rb"</a>|</button>|<input[^>]*>|</nav>|</form>|</div>")
+
+    def do_GET(self) -> None:  # noqa: N802
+        path = Path(self.translate_path(self.path))
+        page = path / "index.html" if path.is_dir() else path
+        if page.suffix != ".html" or not page.is_file():
+            return super().do_GET()
+        html = page.read_bytes()
+        header_end = html.index(b"</header>")
+        cuts = [m.end() for m in self.CUTS.finditer(html, html.index(b'<header class="top">'), header_end)]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(html)))
+        self.end_headers()
+        start = 0
+        for cut in [*cuts, len(html)]:
+            self.wfile.write(html[start:cut])
+            self.wfile.flush()
+            start = cut
+            time.sleep(self.PAUSE)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="module")
+def trickle_url(real_site: Path) -> Iterator[str]:
+    """The real site, served so that the browser paints each page's header while it is half parsed."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Trickle, directory=str(real_site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("width", [390, 1000, 1440])
+def test_the_header_does_not_move_while_it_arrives_in_pieces(browser, trickle_url: str, width: int) -> None:
+    # A browser paints what it has parsed so far: on a slow network, or a busy machine, that can be half
+    # a header. Each item must be where it ends up from the moment it appears.
+    device = PHONE if width == 390 else {"viewport": {"width": width, "height": 900}}
+    ctx = browser.new_context(**device)
+    ctx.add_init_script(CLS_OBSERVER)
+    page = ctx.new_page()
+    page.goto(trickle_url + "diagnose/", wait_until="load")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__shifts") == []
     ctx.close()
 
 
