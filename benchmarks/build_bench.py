@@ -26,8 +26,8 @@ from generator.index import build_signature_index  # noqa: E402
 from generator.link import link_catalog  # noqa: E402
 from generator.load import load_sources  # noqa: E402
 from generator.markup import pygments_css  # noqa: E402
-from generator.render import render_pages  # noqa: E402
-from generator.search import index_site  # noqa: E402
+from generator.render import Renderer, page_views  # noqa: E402
+from generator.search import index_search, search_records  # noqa: E402
 from generator.validate import validate_sources  # noqa: E402
 from generator.write import copy_static, write_files  # noqa: E402
 
@@ -93,7 +93,9 @@ def timed_build(root: Path, out: Path) -> dict[str, float]:
     catalog = link_catalog(validated)
     times["link"] = time.perf_counter() - t
     t = time.perf_counter()
-    pages = render_pages(catalog, ROOT / "templates")
+    renderer = Renderer(catalog, ROOT / "templates")
+    views = page_views(renderer)
+    pages = {view.path: renderer.render(view) for view in views}
     times["render"] = time.perf_counter() - t
     t = time.perf_counter()
     files = {**pages, **build_signature_index(catalog), **build_crawl_files(catalog, list(pages))}
@@ -104,7 +106,7 @@ def timed_build(root: Path, out: Path) -> dict[str, float]:
     write_files(out, {**files, "static/pygments.css": pygments_css()})
     times["write"] = time.perf_counter() - t
     t = time.perf_counter()
-    index_site(out, ((path, html.encode("utf-8")) for path, html in pages.items()))
+    index_search(out, search_records(views, catalog.site.language))
     times["pagefind (baseline)"] = time.perf_counter() - t
     times["pages"] = len(pages)
     times["entries"] = len(catalog.entries)

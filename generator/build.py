@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import pickle
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from generator.cache import PageCache, code_digest, package_digest
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
-from generator.errors import Problem, StrictModeError
+from generator.errors import BuildError, Problem, StrictModeError
 from generator.index import build_signature_index
 from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import Renderer, example_files, page_views, render_views
-from generator.search import index_site
+from generator.search import SearchRecord, die_with_parent, index_search, search_records
 from generator.validate import validate_sources
 from generator.write import copy_static, is_site, remove_pages_except, staging, write_files, write_pages
 
@@ -35,6 +39,8 @@ class BuildResult:
     signatures: int
     warnings: list[Problem]
     rendered: list[str]  # the pages not found in the page cache, hence changed since the last build
+    search: list[SearchRecord]  # what the search index holds, for `serve` to index after an update
+    indexed: int = 0  # search shards Pagefind indexed (the others were as the cache kept them)
 
 
 def load_catalog(root: Path, memo: Memo | None = None) -> Catalog:
@@ -68,7 +74,7 @@ def build(
     """Build the site from the content under root into out_dir, replacing it only on success.
 
     With update on (for `serve`), out_dir is updated in place instead: only changed pages are written,
-    each atomically, and its search index is kept until a full build replaces it.
+    each atomically, and its search index is left for the caller to replace (search.reindex).
     """
     # Everything is gathered and checked before the first byte is written.
     if memo is None and cache:
@@ -80,7 +86,9 @@ def build(
     # Every page as a view: the data its template reads, cheap to make and to compare with the last build.
     renderer = Renderer(catalog, theme / "templates")
     views = page_views(renderer)
+    records = search_records(views, catalog.site.language)
     rendered: list[str] = []
+    indexed = 0
     salt = code_digest(theme / "templates", [catalog.site])
     store = PageCache(cache_folder(out_dir) / "pages", salt) if cache else None
     files: dict[str, str | bytes] = {
@@ -99,15 +107,19 @@ def build(
         deque(write_pages(out_dir, fresh, atomic=True), maxlen=0)
         remove_pages_except(out_dir, {view.path for view in views})
     else:
-        # Into a staging folder: pages are rendered over the cores, written as they come and given to Pagefind.
+        # Into a staging folder: Pagefind indexes the search documents while the pages are rendered over
+        # the cores and written as they come.
         with staging(out_dir) as stage:
-            copy_static(theme / "static", stage)
-            write_files(stage, files)
-            pages = write_pages(stage, render_views(renderer, views, store, jobs or _cores(), rendered.append))
-            if search:
-                index_site(stage, pages)
-            else:
-                deque(pages, maxlen=0)
+            kept = cache_folder(out_dir) / "search" if cache else None
+            indexing = _Beside(index_search if search else None, stage, records, kept, jobs or _cores())
+            try:
+                copy_static(theme / "static", stage)
+                write_files(stage, files)
+                pages = render_views(renderer, views, store, jobs or _cores(), rendered.append)
+                deque(write_pages(stage, pages), maxlen=0)
+            finally:
+                indexing.join()
+            indexed = indexing.result() or 0
     if store:
         store.site({view.path: store.key(view) for view in views})
         store.prune()
@@ -119,8 +131,72 @@ def build(
 
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
     return BuildResult(
-        out_dir, catalog.site.path(), len(views), len(catalog.entries), signatures, catalog.warnings, rendered
+        out_dir,
+        catalog.site.path(),
+        len(views),
+        len(catalog.entries),
+        signatures,
+        catalog.warnings,
+        rendered,
+        records,
+        indexed,
     )
+
+
+class _Beside:
+    """A call run in a process of its own beside the build; result() returns what it returned, or raises.
+
+    A forked process, made before the render workers are, rather than a thread: forking a process that
+    runs another thread can copy a lock that thread held, and the render workers are forked.
+    """
+
+    def __init__(self, call: Callable[..., Any] | None, *args: object) -> None:
+        self.call, self.args = call, args
+        self.outcome: tuple[Any, BaseException | None] = (None, None)
+        self.process: Any = None
+        if call is None:
+            return
+        if "fork" not in multiprocessing.get_all_start_methods():
+            self.process = False  # run in this process when join() is called
+            return
+        self.reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
+        self.process = multiprocessing.get_context("fork").Process(target=self._run, args=(writer,), daemon=True)
+        self.process.start()
+        writer.close()
+
+    def _call(self) -> tuple[Any, BaseException | None]:
+        try:
+            assert self.call is not None
+            return self.call(*self.args), None
+        except BaseException as exc:  # handed to the process that asks for the result
+            return None, exc
+
+    def _run(self, writer: Any) -> None:
+        die_with_parent()
+        value, error = self._call()
+        try:
+            writer.send((value, error))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            writer.send((None, BuildError(f"{type(error).__name__}: {error}")))
+
+    def join(self) -> None:
+        """Wait for the call to end."""
+        if self.process is False:
+            self.outcome = self._call()
+        elif self.process is not None:
+            try:
+                self.outcome = self.reader.recv()
+            except EOFError:
+                self.outcome = (None, BuildError("the search indexing process died"))
+            self.process.join()
+        self.process = None
+
+    def result(self) -> Any:
+        """What the call returned; raise what it raised."""
+        value, error = self.outcome
+        if error is not None:
+            raise error
+        return value
 
 
 def _cores() -> int:

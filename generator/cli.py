@@ -36,6 +36,7 @@ def _root(args: argparse.Namespace) -> Path:
 def cmd_build(args: argparse.Namespace) -> int:
     """Build the site."""
     from generator.build import build
+    from generator.search import shard_count
 
     root = _root(args)
     out = Path(args.out) if args.out else root / "site"
@@ -43,9 +44,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     result = build(root, out, strict=args.strict, search=not args.no_search, cache=not args.no_cache, jobs=args.jobs)
     _warn(result.warnings, args.quiet)
     seconds = time.perf_counter() - started
+    shards = shard_count(len(result.search))
+    searched = f", {result.indexed} of {shards} search shards indexed" if not args.no_search else ""
     print(
         f"Built {result.pages} pages ({result.entries} entries, {result.signatures} signatures) "
-        f"into {result.out_dir} in {seconds:.1f}s with {len(result.warnings)} warning(s)."
+        f"into {result.out_dir} in {seconds:.1f}s with {len(result.warnings)} warning(s) "
+        f"({len(result.rendered)} pages rendered{searched})."
     )
     return 0
 

@@ -100,6 +100,20 @@ def unsplittable(text: str) -> str:
     return "".join(out)
 
 
+# Markdown's syntax, for markdown_text: fenced code, links (their text stays), code and emphasis marks,
+# and the markers that open a heading, quote or list item. Underscores stay: they are part of names.
+_FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?^ {0,3}\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKS = re.compile(
+    r"`+|\*\*|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])|^ {0,3}(?:#{1,6}|>|[-*+]|\d{1,9}[.)])[ \t]+", re.MULTILINE
+)
+
+
+def markdown_text(text: str) -> str:
+    """The words of a Markdown text as a reader sees them, without code blocks, found without rendering it."""
+    return _MARKS.sub("", _LINK.sub(r"\1", _FENCED.sub(" ", text)))
+
+
 _TAG = re.compile(r"<[^>]+>")
 
 

@@ -631,9 +631,3 @@ class PageStore(Protocol):
 
 
 Rendered = tuple[str, bytes]
-
-
-def render_pages(catalog: Catalog, templates: Path) -> dict[str, str]:
-    """Render every HTML page; return output path to HTML, in a stable order."""
-    r = Renderer(catalog, templates)
-    return {view.path: r.render(view) for view in page_views(r)}

@@ -1,4 +1,12 @@
-"""Index the written pages with Pagefind, the last step of a build."""
+"""Index the site's searchable text with Pagefind: a small document per page, in shards of bounded size.
+
+Pagefind is given, for each entry and hub, a document of the words a reader searches by (its title,
+error strings, observations, symptoms, mechanism, misreadings, root causes, checks and fix), never the
+rendered page: a page's navigation, highlighted code and derived FAQ cost Pagefind more to parse than
+the words it indexes, and they are not what anyone searches for. The documents are split into shards
+of at most SHARD_PAGES, each indexed by its own Pagefind process, so no process grows with the site;
+the search page merges them. A shard whose documents are as they were is taken from the cache.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ import base64
 import ctypes
 import gzip
 import hashlib
+import html
 import json
 import os
 import queue
@@ -15,31 +24,240 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
 from generator.errors import BuildError
-from generator.write import exchange
+from generator.markup import markdown_text
+from generator.render import EntryPageContext, HubPageContext, PageView
+from generator.taxonomy import SYSTEMS
+from generator.write import exchange, link_tree
 
 # Error text is full of identifiers like grad_norm, NCCL_DEBUG and ProcessGroupNCCL.cpp:1234.
 INCLUDE_CHARACTERS = "_.:"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+BUNDLE = "pagefind/"
+# Pagefind holds a shard's index in memory, about 0.3 MB a page: a shard stays well under 500 MB.
+SHARD_PAGES = 1000
+BUCKETS = 4096  # pages are laid out in this many buckets by a digest of their path, then cut into shards
+# Documents handed to a Pagefind process before it has answered the earlier ones: enough to keep it busy,
+# few enough that it never holds a shard's documents all at once.
+IN_FLIGHT = 32
+DONE = ".complete"  # marks a cached shard as whole
+SHARDS = "shards.json"  # in the first bundle: the folders of the others, relative to it
 
 
-def _die_with_parent() -> None:
-    """In the Pagefind child: ask the kernel to kill it when the build dies, so no Pagefind outlives a kill -9."""
+@dataclass(frozen=True)
+class SearchRecord:
+    """What Pagefind indexes for one page: the page's path and a small HTML document of its searchable text."""
+
+    path: str
+    html: str
+
+
+def shard_count(pages: int) -> int:
+    """How many shards a site with this many searchable pages is indexed in."""
+    return max(1, -(-pages // SHARD_PAGES))
+
+
+def shards(records: list[SearchRecord]) -> list[tuple[str, list[SearchRecord]]]:
+    """Each shard's bundle folder (site-relative) and records, in path order; the first is the one the page loads.
+
+    Records are laid out by a digest of their path into BUCKETS buckets, and the buckets cut into runs of
+    about equal size, only between buckets: an edit keeps every page where it was, and a new page moves
+    at most the few pages at the edge of its shard's run.
+    """
+    count = shard_count(len(records))
+    laid = sorted((_bucket(record.path), record.path, record) for record in records)
+    cuts = [0]
+    for k in range(1, count):
+        cut = max(cuts[-1], round(k * len(laid) / count))
+        while 0 < cut < len(laid) and laid[cut][0] == laid[cut - 1][0]:
+            cut += 1
+        cuts.append(cut)
+    cuts.append(len(laid))
+    runs = [sorted((item[2] for item in laid[a:b]), key=lambda r: r.path) for a, b in zip(cuts, cuts[1:], strict=False)]
+    found = [(k, run) for k, run in enumerate(runs, 1) if run]
+    return [(BUNDLE if n == 0 else f"{BUNDLE}shard-{k}/", run) for n, (k, run) in enumerate(found)]
+
+
+def _bucket(path: str) -> int:
+    return int.from_bytes(hashlib.sha256(path.encode()).digest()[:8], "big") % BUCKETS
+
+
+def search_records(views: Iterable[PageView], language: str) -> list[SearchRecord]:
+    """The search document of every page that has one (entries and hubs), in path order."""
+    records = []
+    for view in views:
+        if isinstance(view.context, EntryPageContext):
+            records.append(SearchRecord(view.path, _entry_document(view.context, language)))
+        elif isinstance(view.context, HubPageContext):
+            records.append(SearchRecord(view.path, _hub_document(view.context, language)))
+    return sorted(records, key=lambda record: record.path)
+
+
+def _document(
+    language: str,
+    title: str,
+    filters: list[tuple[str, str]],
+    sorts: list[tuple[str, str]],
+    weighted: list[str],
+    texts: Iterable[str],
+) -> str:
+    """A page as Pagefind reads it: the title, filter and sort values in attributes, then the text."""
+    esc = html.escape
+    parts = [f'<!DOCTYPE html><html lang="{esc(language)}"><head><meta charset="utf-8"></head>']
+    parts.append("<body data-pagefind-body>")
+    parts.append(f'<h1 data-pagefind-meta="title">{esc(title)}</h1>')
+    parts += [f'<span data-pagefind-filter="{n}[data-value]" data-value="{esc(v)}"></span>' for n, v in filters]
+    parts += [f'<span data-pagefind-sort="{n}[data-value]" data-value="{esc(v)}"></span>' for n, v in sorts]
+    # Error strings outrank prose: a reader pastes them.
+    parts += [f'<p data-pagefind-weight="5">{esc(text)}</p>' for text in weighted]
+    parts += [f"<p>{esc(text)}</p>" for text in texts if text]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _entry_document(ctx: EntryPageContext, language: str) -> str:
+    e = ctx.entry
+    systems = [name for _, name, _ in ctx.systems]
+    tags = [title for _, title in ctx.tags]
+    filters = [("category", ctx.category_name), ("severity", e.severity)]
+    filters += [("system", name) for name in systems] + [("tag", title) for title in tags]
+    markdown = [
+        e.summary,
+        *(s.note or "" for s in e.signatures),
+        *e.observations,
+        *(part for s in e.symptoms for part in (s.symptom, s.cause)),
+        e.mechanism,
+        *(part for m in e.misread_as for part in (m.diagnosis, m.why_wrong, m.tell_apart)),
+        *e.root_causes,
+        *(c.step for c in e.confirm),
+        e.fix.summary,
+        *e.fix.steps,
+        e.verify.step,
+        e.verify.expected,
+    ]
+    facts = [f"Category: {ctx.category_name}", f"Severity: {e.severity}", f"Systems: {', '.join(systems)}"]
+    if tags:
+        facts.append(f"Tags: {' '.join(tags)}")
+    return _document(
+        language,
+        e.title,
+        filters,
+        [("updated", e.updated.isoformat())],
+        [s.pattern for s in e.signatures],
+        [*facts, *map(markdown_text, markdown)],
+    )
+
+
+def _hub_document(ctx: HubPageContext, language: str) -> str:
+    h = ctx.hub
+    rows = [row for group in ctx.groups for row in group.rows]
+    markdown = [
+        h.summary,
+        h.intro,
+        *(part for g in ctx.groups for part in (g.title, g.description or "")),
+        *(part for row in rows for part in (row.entry.title, row.indicates, row.tell_apart or "")),
+        *(f"{t.name} {t.reveals}" for t in h.tools),
+    ]
+    weighted = [err for row in rows for err in row.errors]
+    system = [("system", SYSTEMS[h.system].name)]
+    return _document(language, h.title, system, [], weighted, map(markdown_text, markdown))
+
+
+def die_with_parent() -> None:
+    """In a child process (the indexer, Pagefind): have the kernel kill it when its parent dies, as on a kill -9."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def index_site(out_dir: Path, pages: Iterable[tuple[str, bytes]]) -> None:
-    """Index the rendered pages with Pagefind into out_dir/pagefind/; raise BuildError if it fails.
+def _pagefind_version() -> str:
+    try:
+        return metadata.version("pagefind")
+    except metadata.PackageNotFoundError:
+        return "?"
 
-    The pages are handed over as they are rendered, in sorted order, through Pagefind's service mode
-    (`pagefind --service`: base64 JSON messages, each followed by a comma), rather than letting
-    Pagefind walk the folder: a folder walk follows the file system's order, so the same site built
-    on tmpfs and on ext4 got different index files, and the pages need not be read back.
+
+def _shard_key(records: list[SearchRecord]) -> str:
+    h = hashlib.sha256(f"pagefind=={_pagefind_version()}\0{INCLUDE_CHARACTERS}\0".encode())
+    for record in records:
+        h.update(record.path.encode() + b"\0" + record.html.encode("utf-8", "surrogatepass") + b"\0")
+    return h.hexdigest()
+
+
+def index_search(out_dir: Path, records: list[SearchRecord], cache: Path | None = None, jobs: int = 1) -> int:
+    """Write the search bundles of records under out_dir; return how many shards Pagefind had to index.
+
+    With a cache folder, a shard indexed before with the very same documents is linked from it, and
+    each shard indexed now is kept there; shards no longer used are removed from it.
+    """
+    layout = shards(records)
+    keys = [_shard_key(shard) for _, shard in layout]
+    folders = [out_dir / path for path, _ in layout]
+
+    def one(k: int) -> bool:
+        kept = cache / keys[k] if cache else None
+        if kept is not None and (kept / DONE).is_file():
+            link_tree(kept, folders[k], skip=DONE)
+            return False
+        base = cache if cache is not None else out_dir
+        base.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=base))
+        try:
+            _index_shard(fresh, layout[k][1])
+            canonicalise_index(fresh)
+            if kept is None:
+                link_tree(fresh, folders[k])
+            else:
+                (fresh / DONE).write_bytes(b"")
+                shutil.rmtree(kept, ignore_errors=True)
+                os.replace(fresh, kept)
+                link_tree(kept, folders[k], skip=DONE)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+        return True
+
+    try:
+        with ThreadPoolExecutor(max(1, min(jobs, len(layout)))) as pool:
+            indexed = sum(pool.map(one, range(len(layout))))
+        # The search page loads the first bundle and merges the others it finds listed beside it.
+        others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
+        (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)
+        (out_dir / BUNDLE / SHARDS).write_text(json.dumps(others), encoding="utf-8")
+        if cache is not None:
+            for stale in cache.iterdir():
+                if stale.name not in keys:
+                    shutil.rmtree(stale, ignore_errors=True)
+    except OSError as exc:
+        raise BuildError(f"could not write the search index: {exc}") from exc
+    return indexed
+
+
+def reindex(site: Path, records: list[SearchRecord], cache: Path | None = None, jobs: int = 1) -> None:
+    """Index records for a site being served, and swap the new bundles in for the old in one step."""
+    fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=site))
+    try:
+        index_search(fresh, records, cache, jobs)
+        # One atomic exchange where the system has it, so a search never finds no index.
+        if not ((site / BUNDLE).exists() and exchange(fresh / BUNDLE, site / BUNDLE)):
+            shutil.rmtree(site / BUNDLE, ignore_errors=True)
+            os.replace(fresh / BUNDLE, site / BUNDLE)
+    except OSError as exc:
+        raise BuildError(f"could not replace the search index in {site}: {exc}") from exc
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+def _index_shard(bundle: Path, records: list[SearchRecord]) -> None:
+    """Index records with one `pagefind --service` into bundle; raise BuildError if it fails.
+
+    The service (base64 JSON messages, each followed by a comma) is given the documents in path order,
+    so the same documents give the same bundle on any file system.
     """
     try:
         from pagefind.service import get_executable
@@ -52,42 +270,22 @@ def index_site(out_dir: Path, pages: Iterable[tuple[str, bytes]]) -> None:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            cwd=out_dir,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
     except (OSError, ImportError) as exc:
         raise BuildError(f"could not run Pagefind: {exc}") from exc
     try:
-        _PagefindSession(service).index(out_dir, pages)
+        _PagefindSession(service).index(bundle, ((r.path, r.html) for r in records))
     finally:
         if service.stdin:
-            service.stdin.close()
+            try:
+                service.stdin.close()
+            except OSError:
+                pass
         try:
             service.wait(timeout=60)
         except subprocess.TimeoutExpired:
             service.kill()
-    canonicalise_index(out_dir / "pagefind")
-
-
-def reindex(site: Path) -> None:
-    """Index the pages a site folder holds now, and swap the new index in for its old one."""
-    skip = ("static/", "pagefind/", "api/", "diagnose/examples/")
-    pages = (
-        (relative, path.read_bytes())
-        for path in sorted(site.rglob("*.html"))
-        if not (relative := path.relative_to(site).as_posix()).startswith(skip)
-    )
-    fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=site))
-    try:
-        index_site(fresh, pages)
-        # One atomic exchange where the system has it, so a search never finds no index.
-        if not ((site / "pagefind").exists() and exchange(fresh / "pagefind", site / "pagefind")):
-            shutil.rmtree(site / "pagefind", ignore_errors=True)
-            os.replace(fresh / "pagefind", site / "pagefind")
-    except OSError as exc:
-        raise BuildError(f"could not replace the search index in {site}: {exc}") from exc
-    finally:
-        shutil.rmtree(fresh, ignore_errors=True)
 
 
 class _PagefindSession:
@@ -98,7 +296,7 @@ class _PagefindSession:
         self.stdin = service.stdin
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.sent = 0
-        # A thread drains the answers so that writing every request first can never fill both pipes.
+        # A thread drains the answers so that writing requests ahead can never fill both pipes.
         threading.Thread(target=self._read, args=(service.stdout,), daemon=True).start()
 
     def _read(self, stdout: IO[bytes]) -> None:
@@ -133,28 +331,28 @@ class _PagefindSession:
             raise BuildError(f"Pagefind failed to index the site: {payload.get('message')}")
         return payload
 
-    def index(self, out_dir: Path, pages: Iterable[tuple[str, bytes]]) -> None:
-        """Create an index, add every page in the order given, and write the bundle it returns."""
-        added = 0
+    def index(self, bundle: Path, documents: Iterator[tuple[str, str]]) -> None:
+        """Create an index, add every document in the order given, and write the bundle it returns."""
+        waiting = 0
         try:
             self._send({"type": "NewIndex", "config": {"include_characters": INCLUDE_CHARACTERS}})
             self.stdin.flush()
             index_id = self._answer()["index_id"]
-            for path, html in pages:
-                if not path.endswith(".html"):
-                    continue
-                contents = html.decode("utf-8")
-                self._send({"type": "AddFile", "index_id": index_id, "file_path": path, "file_contents": contents})
-                added += 1
+            for path, document in documents:
+                self._send({"type": "AddFile", "index_id": index_id, "file_path": path, "file_contents": document})
+                waiting += 1
+                if waiting >= IN_FLIGHT:
+                    self.stdin.flush()
+                    self._answer()
+                    waiting -= 1
             # The bundle comes back in the answer and is written here: Pagefind's own WriteFiles can
             # answer before its last file is flushed, and the service exits when its input closes.
             self._send({"type": "GetFiles", "index_id": index_id})
             self.stdin.flush()
         except OSError as exc:
             raise BuildError(f"Pagefind stopped while indexing the site: {exc}") from exc
-        for _ in range(added):
+        for _ in range(waiting):
             self._answer()
-        bundle = out_dir / "pagefind"
         for item in self._answer()["files"]:
             target = bundle / item["path"]
             target.parent.mkdir(parents=True, exist_ok=True)

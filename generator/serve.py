@@ -9,9 +9,9 @@ import threading
 import time
 from pathlib import Path
 
-from generator.build import build, source_memo
+from generator.build import build, cache_folder, source_memo
 from generator.errors import ContentError, TrainwreckError
-from generator.search import reindex
+from generator.search import SearchRecord, reindex
 
 WATCHED = ("entries", "hubs", "templates", "static", "tags.yaml", "site.yaml")
 EVENTS = "__trainwreck/events"  # under the site's base path
@@ -127,12 +127,15 @@ class _Rebuilder:
     def __init__(self, root: Path, out_dir: Path, changes: Changes) -> None:
         self.root, self.out_dir, self.changes = root, out_dir, changes
         self.memo = source_memo(out_dir)
+        self.records: list[SearchRecord] = []  # the search documents of the last rebuild
         self.wanted = threading.Event()  # set when the pages changed since the index was last built
         threading.Thread(target=self._index_forever, daemon=True).start()
 
     def first(self) -> str:
         """Build the whole site once; return its base path."""
-        return build(self.root, self.out_dir, memo=self.memo).base_path
+        result = build(self.root, self.out_dir, memo=self.memo)
+        self.records = result.search
+        return result.base_path
 
     def rebuild(self, paths: set[str]) -> None:
         """Rebuild after a change to paths and tell the open pages; a broken edit keeps the last good site."""
@@ -145,19 +148,22 @@ class _Rebuilder:
         except TrainwreckError as exc:
             print(f"error: {exc}\nThe previous site is still being served.", flush=True)
             return
-        assets = any(Path(p).is_relative_to(self.root / "static") for p in paths)
-        self.changes.publish(quick.rendered, assets)
-        print(f"Rebuilt {len(quick.rendered)} of {quick.pages} pages in {time.perf_counter() - started:.2f}s.")
-        if quick.rendered:
+        if quick.search != self.records:
+            self.records = quick.search
             self.wanted.set()
+        assets = any(Path(p).is_relative_to(self.root / "static") for p in paths)
+        if quick.rendered or assets:
+            self.changes.publish(quick.rendered, assets)
+            print(f"Rebuilt {len(quick.rendered)} of {quick.pages} pages in {time.perf_counter() - started:.2f}s.")
 
     def _index_forever(self) -> None:
-        # Indexing reads the pages as served; an edit made meanwhile is indexed on the next round.
+        # Only the shards holding changed documents are indexed again; an edit made meanwhile is indexed
+        # on the next round.
         while True:
             self.wanted.wait()
             self.wanted.clear()
             try:
-                reindex(self.out_dir)
+                reindex(self.out_dir, self.records, cache_folder(self.out_dir) / "search")
                 print("Search index updated.", flush=True)
             except TrainwreckError as exc:
                 print(f"error: the search index was not updated: {exc}", flush=True)
@@ -168,6 +174,16 @@ def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: boo
     changes = Changes()
     rebuilder = _Rebuilder(root, out_dir, changes)
     prefix = rebuilder.first()
+    events = None
+    if watch:
+        from watchfiles import watch as watch_changes
+
+        paths = [root / p for p in WATCHED if (root / p).exists()]
+        # A short step: the change is handed over 10 ms after the editor's last write. The first
+        # (timeout) answer says the watcher is listening; an edit saved during the first build is
+        # then caught by one more rebuild, before the site is served.
+        events = watch_changes(*paths, step=10, yield_on_timeout=True, rust_timeout=50)
+        rebuilder.rebuild({path for _change, path in next(events)})
     # The handler resolves the folder per request, so it follows each atomic swap.
     handler_class = type("Handler", (_Handler,), {"prefix": prefix, "changes": changes, "live": live and watch})
     handler = functools.partial(handler_class, directory=str(out_dir))
@@ -178,13 +194,10 @@ def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: boo
     address = f"http://127.0.0.1:{server.server_address[1]}{prefix}"
     print(f"Serving {out_dir} at {address} (Ctrl+C to stop)", flush=True)
     try:
-        if watch:
-            from watchfiles import watch as watch_changes
-
-            paths = [root / p for p in WATCHED if (root / p).exists()]
-            # A short step: the change is handed over 10 ms after the editor's last write.
-            for found in watch_changes(*paths, step=10):
-                rebuilder.rebuild({path for _change, path in found})
+        if events is not None:
+            for found in events:
+                if found:
+                    rebuilder.rebuild({path for _change, path in found})
         else:
             thread.join()
     finally:

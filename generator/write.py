@@ -51,6 +51,26 @@ def _write(target: Path, data: bytes, atomic: bool) -> None:
     os.replace(partial, target)
 
 
+def link_tree(source: Path, target: Path, skip: str = "") -> None:
+    """Make target hold source's files, hard-linked where the file system allows (no bytes copied), else copied."""
+    for folder, _dirs, names in os.walk(source):
+        relative = Path(folder).relative_to(source)
+        (target / relative).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            if name != skip:
+                link_file(Path(folder) / name, target / relative / name)
+
+
+def link_file(source: Path, target: Path) -> None:
+    """Hard-link source at target, or copy it where links cannot be made; files are never changed in place."""
+    try:
+        os.link(source, target)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+        shutil.copyfile(source, target)
+
+
 def is_site(out_dir: Path) -> bool:
     """Whether out_dir holds a site a build wrote."""
     return (out_dir / MARKER).is_file()

@@ -90,9 +90,14 @@ async function run() {
   status.textContent = `${n} ${n === 1 ? "result" : "results"}${query ? ` for “${query}”` : ""}`;
 }
 
-const pagefind = await import(`${app.dataset.bundle}pagefind.js`);
+// A large site's index comes in shards: the first bundle lists the others, which are merged into it.
+const [pagefind, shards] = await Promise.all([
+  import(`${app.dataset.bundle}pagefind.js`),
+  fetch(`${app.dataset.bundle}shards.json`).then((r) => (r.ok ? r.json() : [])).catch(() => []),
+]);
 await pagefind.options({ excerptLength: 24, baseUrl: app.dataset.base });
 await pagefind.init();
+for (const shard of shards) await pagefind.mergeIndex(new URL(shard, new URL(app.dataset.bundle, location.href)).pathname);
 // Filters start open on a wide screen, beside the results; on a phone they would push the results
 // down as they fill in, so there they start closed.
 if (window.matchMedia("(max-width: 48rem)").matches) app.querySelector(".filter-box").open = false;

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from generator import search
 from generator.build import build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,8 +40,15 @@ def corpus(tmp_path: Path) -> Path:
 def corpus_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The test corpus, built once with search."""
     out = tmp_path_factory.mktemp("corpus") / "site"
-    build(CORPUS, out)
+    build_corpus(out)
     return out
+
+
+def build_corpus(out: Path) -> None:
+    """Build the test corpus with each page in a search shard of its own, so the search page merges them."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(search, "SHARD_PAGES", 1)
+        build(CORPUS, out)
 
 
 @pytest.fixture(scope="session")

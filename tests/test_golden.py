@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import build
-
 GOLDEN = Path(__file__).parent / "golden"
 # Files compared byte for byte; the full file list is compared too.
 SNAPSHOTS = [
@@ -38,10 +36,10 @@ def test_golden_site(corpus_site: Path, request: pytest.FixtureRequest) -> None:
 
 
 def test_two_builds_are_byte_identical(corpus_site: Path, tmp_path: Path) -> None:
-    from tests.conftest import CORPUS
+    from tests.conftest import build_corpus
 
     again = tmp_path / "again"
-    build(CORPUS, again)
+    build_corpus(again)
     first = {p.relative_to(corpus_site): p.read_bytes() for p in corpus_site.rglob("*") if p.is_file()}
     second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
     assert first.keys() == second.keys()
@@ -53,14 +51,14 @@ def test_builds_on_tmpfs_and_on_disk_are_byte_identical(corpus_site: Path) -> No
     # them, which differs between file systems (tmpfs lists newest first, ext4 by hash).
     import tempfile
 
-    from tests.conftest import CORPUS
+    from tests.conftest import build_corpus
 
     shm = Path("/dev/shm")
     if not shm.is_dir():
         pytest.skip("no tmpfs at /dev/shm")
     with tempfile.TemporaryDirectory(dir=shm) as tmp:
         other = Path(tmp) / "site"
-        build(CORPUS, other)
+        build_corpus(other)
         first = {p.relative_to(corpus_site): p.read_bytes() for p in corpus_site.rglob("*") if p.is_file()}
         second = {p.relative_to(other): p.read_bytes() for p in other.rglob("*") if p.is_file()}
     assert first.keys() == second.keys()

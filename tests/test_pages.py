@@ -85,18 +85,6 @@ def test_head_metadata(corpus_site: Path) -> None:
     assert soup(corpus_site, "404.html").find("meta", attrs={"name": "robots"})["content"] == "noindex"
 
 
-def test_search_filters_are_marked(corpus_site: Path) -> None:
-    doc = soup(corpus_site, "failures/demo-hang/index.html")
-    filters = {(t["data-pagefind-filter"], t.get_text()) for t in doc.select("[data-pagefind-filter]")}
-    assert filters == {
-        ("category", "Communication"),
-        ("severity", "high"),
-        ("system", "NCCL"),
-        ("system", "PyTorch distributed"),
-        ("tag", "Hangs"),
-    }
-
-
 def test_hub_groups_rows_and_lists_tools(corpus_site: Path) -> None:
     doc = soup(corpus_site, "hubs/demo/index.html")
     assert doc.select_one("#group-runtime").get_text() == "At run time"

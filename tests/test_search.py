@@ -1,0 +1,143 @@
+"""The search index: what each page gives Pagefind, shards of bounded size, and shards kept between builds."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from generator import search
+from generator.build import build, cache_folder, load_catalog
+from generator.render import Renderer, page_views
+from generator.search import SearchRecord, search_records, shards
+from tests.conftest import CORPUS, ROOT
+
+
+def _records(root: Path) -> dict[str, SearchRecord]:
+    renderer = Renderer(load_catalog(root), ROOT / "templates")
+    return {r.path: r for r in search_records(page_views(renderer), "en")}
+
+
+def _fragments(bundle: Path) -> list[dict]:
+    """The page records of one Pagefind bundle."""
+    found = []
+    for path in sorted((bundle / "fragment").iterdir()):
+        raw = gzip.decompress(path.read_bytes())
+        assert raw.startswith(b"pagefind_dcd")
+        found.append(json.loads(raw[len(b"pagefind_dcd") :]))
+    return found
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_entry_is_searched_by_its_words_and_filtered_by_its_facets() -> None:
+    records = _records(CORPUS)
+    assert sorted(records) == ["failures/demo-hang/index.html", "failures/demo-nan/index.html", "hubs/demo/index.html"]
+    doc = BeautifulSoup(records["failures/demo-hang/index.html"].html, "html.parser")
+    assert doc.select_one("[data-pagefind-body]") is not None
+    assert doc.select_one('h1[data-pagefind-meta="title"]').get_text() == "Demo collective hangs after a rank exits"
+    filters = {(t["data-pagefind-filter"], t["data-value"]) for t in doc.select("[data-pagefind-filter]")}
+    assert filters == {
+        ("category[data-value]", "Communication"),
+        ("severity[data-value]", "high"),
+        ("system[data-value]", "NCCL"),
+        ("system[data-value]", "PyTorch distributed"),
+        ("tag[data-value]", "Hangs"),
+    }
+    assert doc.select_one("[data-pagefind-sort]")["data-value"] == "2026-11-02"
+    # Error strings weigh most; Markdown reaches Pagefind as the words a reader sees.
+    weighted = [p.get_text() for p in doc.select('p[data-pagefind-weight="5"]')]
+    assert weighted == ["Watchdog caught collective operation timeout: ", r"demo rank \d+ left after [\d.]+ s"]
+    text = doc.get_text(" ")
+    assert "DEMO_DEBUG" not in text  # the hub's tell-apart, not this entry's
+    assert "Fix the exception on the rank that left; the watchdog lines are collateral." in text
+    assert "Bandwidth counters read zero." in text
+    # Not indexed: fix code, example log lines and the FAQ, which only restates the fields above.
+    assert "sort -t:" not in text
+    assert "SeqNum=5" not in text
+    assert "Common questions" not in text
+
+
+def test_a_hub_is_searched_by_its_error_strings_and_what_tells_them_apart() -> None:
+    doc = BeautifulSoup(_records(CORPUS)["hubs/demo/index.html"].html, "html.parser")
+    assert [t["data-value"] for t in doc.select("[data-pagefind-filter]")] == ["NCCL"]
+    weighted = [p.get_text() for p in doc.select('p[data-pagefind-weight="5"]')]
+    assert weighted == ["Watchdog caught collective operation timeout: "]
+    assert "DEMO_DEBUG=1 names the rank that left." in doc.get_text(" ")  # its backticks gone
+
+
+def test_every_page_is_in_exactly_one_shard_and_the_first_lists_the_others(
+    corpus_site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # corpus_site is built with a shard for every page.
+    monkeypatch.setattr(search, "SHARD_PAGES", 1)
+    layout = shards(list(_records(CORPUS).values()))
+    assert len(layout) == 3  # so the browser tests search a merged index
+    assert layout[0][0] == "pagefind/" and all(path.startswith("pagefind/shard-") for path, _ in layout[1:])
+    listed = json.loads((corpus_site / "pagefind" / "shards.json").read_text())
+    assert listed == [path.removeprefix("pagefind/") for path, _ in layout[1:]]
+    urls = [f["url"] for path, _ in layout for f in _fragments(corpus_site / path)]
+    assert sorted(urls) == ["/failures/demo-hang/", "/failures/demo-nan/", "/hubs/demo/"]
+    for path, _ in layout:
+        assert (corpus_site / path / "pagefind.js").is_file() and (corpus_site / path / "pagefind-entry.json").is_file()
+
+
+def test_shards_are_even_and_a_new_page_moves_few_others() -> None:
+    records = [SearchRecord(f"failures/e{k}/index.html", "") for k in range(2500)]
+    layout = shards(records)
+    assert len(layout) == 3 == search.shard_count(len(records))
+    assert sorted(r.path for _, shard in layout for r in shard) == sorted(r.path for r in records)
+    assert all(abs(len(shard) - len(records) / 3) < 10 for _, shard in layout)
+    assert all([r.path for r in shard] == sorted(r.path for r in shard) for _, shard in layout)
+    # An edit changes no record's path, hence no shard's membership; a new page changes one or two shards.
+    for k in range(20):
+        new = SearchRecord(f"failures/new-{k}/index.html", "")
+        more = shards([*records, new])
+        assert [path for path, _ in more] == [path for path, _ in layout]
+        changed = [
+            path
+            for (path, before), (_, after) in zip(layout, more, strict=True)
+            if {r.path for r in before} != {r.path for r in after if r is not new}
+        ]
+        assert len(changed) <= 2, changed
+
+
+def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "SHARD_PAGES", 60)  # the shipped entries and hubs in several shards
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("site.yaml", "tags.yaml", "entries", "hubs"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, root / name)
+    for example in yaml.safe_load((ROOT / "site.yaml").read_text(encoding="utf-8")).get("examples", []):
+        shutil.copytree(ROOT / example["case"], root / example["case"])
+    warm, clean = tmp_path / "warm", tmp_path / "clean"
+
+    first = build(root, warm)
+    count = len(shards(first.search))
+    assert count >= 5 and first.indexed == count
+    assert build(root, warm).indexed == 0
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    data = yaml.safe_load(entry.read_text(encoding="utf-8"))
+    data["summary"] = "Searchableword " + data["summary"]
+    entry.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    again = build(root, warm)
+    assert again.indexed == 1
+    build(root, clean, cache=False)
+    assert _tree(warm) == _tree(clean)
+    assert not cache_folder(clean).exists()
+    shard = next(
+        path for path, records in shards(again.search) if "failures/cuda-oom/index.html" in {r.path for r in records}
+    )
+    assert any("Searchableword" in f["content"] for f in _fragments(warm / shard))
+    # The cache holds the shards of this site only.
+    assert len(list((cache_folder(warm) / "search").iterdir())) == count
