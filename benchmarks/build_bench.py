@@ -27,7 +27,7 @@ from generator.link import link_catalog  # noqa: E402
 from generator.load import load_sources  # noqa: E402
 from generator.markup import pygments_css  # noqa: E402
 from generator.render import Renderer, page_views  # noqa: E402
-from generator.search import index_search, search_records  # noqa: E402
+from generator.search import index_search, search_plan  # noqa: E402
 from generator.validate import validate_sources  # noqa: E402
 from generator.write import copy_static, write_files  # noqa: E402
 
@@ -106,7 +106,7 @@ def timed_build(root: Path, out: Path) -> dict[str, float]:
     write_files(out, {**files, "static/pygments.css": pygments_css()})
     times["write"] = time.perf_counter() - t
     t = time.perf_counter()
-    index_search(out, search_records(views, catalog.site.language))
+    index_search(out, search_plan(views, catalog.site.language, keyed=False))
     times["pagefind (baseline)"] = time.perf_counter() - t
     times["pages"] = len(pages)
     times["entries"] = len(catalog.entries)

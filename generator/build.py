@@ -20,7 +20,7 @@ from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import Renderer, example_files, page_views, render_views
-from generator.search import SearchRecord, die_with_parent, index_search, search_records
+from generator.search import SearchPlan, die_with_parent, index_search, search_plan
 from generator.validate import validate_sources
 from generator.write import copy_static, is_site, remove_pages_except, staging, write_files, write_pages
 
@@ -39,13 +39,13 @@ class BuildResult:
     signatures: int
     warnings: list[Problem]
     rendered: list[str]  # the pages not found in the page cache, hence changed since the last build
-    search: list[SearchRecord]  # what the search index holds, for `serve` to index after an update
+    search: SearchPlan  # what the search index holds, for `serve` to index after an update
     indexed: int = 0  # search shards Pagefind indexed (the others were as the cache kept them)
 
 
-def load_catalog(root: Path, memo: Memo | None = None) -> Catalog:
-    """Load, validate and link the content under root; raise ContentError listing every problem."""
-    return link_catalog(validate_sources(load_sources(root, memo)))
+def load_catalog(root: Path, memo: Memo | None = None, jobs: int = 1) -> Catalog:
+    """Load, validate (entries over jobs processes) and link the content under root; raise ContentError on problems."""
+    return link_catalog(validate_sources(load_sources(root, memo, parse_entries=False), jobs))
 
 
 def cache_folder(out_dir: Path) -> Path:
@@ -79,18 +79,18 @@ def build(
     # Everything is gathered and checked before the first byte is written.
     if memo is None and cache:
         memo = source_memo(out_dir)
-    catalog = load_catalog(root, memo)
+    catalog = load_catalog(root, memo, jobs or _cores())
     if strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
 
     # Every page as a view: the data its template reads, cheap to make and to compare with the last build.
     renderer = Renderer(catalog, theme / "templates")
     views = page_views(renderer)
-    records = search_records(views, catalog.site.language)
     rendered: list[str] = []
     indexed = 0
     salt = code_digest(theme / "templates", [catalog.site])
     store = PageCache(cache_folder(out_dir) / "pages", salt) if cache else None
+    plan = search_plan(views, catalog.site.language, keyed=cache)
     files: dict[str, str | bytes] = {
         **build_signature_index(catalog),
         **build_crawl_files(catalog, [view.path for view in views]),
@@ -111,7 +111,7 @@ def build(
         # the cores and written as they come.
         with staging(out_dir) as stage:
             kept = cache_folder(out_dir) / "search" if cache else None
-            indexing = _Beside(index_search if search else None, stage, records, kept, jobs or _cores())
+            indexing = _Beside(index_search if search else None, stage, plan, kept, jobs or _cores())
             try:
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
@@ -138,7 +138,7 @@ def build(
         signatures,
         catalog.warnings,
         rendered,
-        records,
+        plan,
         indexed,
     )
 

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from generator.render import PageView
+from generator.validate import EntryCard
 
 PACKAGE = Path(__file__).resolve().parent
 # The libraries whose output is part of a page.
@@ -39,6 +40,8 @@ class _Digester(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, BaseModel):
             return _model, (type(obj).__name__, obj.model_dump_json())
+        if isinstance(obj, EntryCard):
+            return _model, ("EntryCard", obj.digest)  # the digest of the model every field comes from
         return NotImplemented
 
 

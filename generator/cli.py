@@ -36,7 +36,7 @@ def _root(args: argparse.Namespace) -> Path:
 def cmd_build(args: argparse.Namespace) -> int:
     """Build the site."""
     from generator.build import build
-    from generator.search import shard_count
+    from generator.search import shards as search_shards
 
     root = _root(args)
     out = Path(args.out) if args.out else root / "site"
@@ -44,7 +44,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     result = build(root, out, strict=args.strict, search=not args.no_search, cache=not args.no_cache, jobs=args.jobs)
     _warn(result.warnings, args.quiet)
     seconds = time.perf_counter() - started
-    shards = shard_count(len(result.search))
+    shards = len(search_shards(result.search.views))
     searched = f", {result.indexed} of {shards} search shards indexed" if not args.no_search else ""
     print(
         f"Built {result.pages} pages ({result.entries} entries, {result.signatures} signatures) "
@@ -247,7 +247,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
     from generator.build import load_catalog
 
     root = _root(args)
-    claims = provenance.claims(load_catalog(root).entries.values())
+    claims = provenance.claims(card.entry() for card in load_catalog(root).entries.values())
     lock = provenance.load_lock(root)
     if args.verify:
         mirrors = Path(args.mirrors) if args.mirrors else None

@@ -49,7 +49,8 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
     records: list[IndexSignature] = []
 
     def add(**fields: Any) -> None:
-        records.append(IndexSignature.model_validate({**common, "id": f"{entry.id}/{len(records) + 1}", **fields}))
+        data = {**common, "id": f"{entry.id}/{len(records) + 1}", **fields}
+        records.append(IndexSignature.model_validate(data, context={"checked": True}))
 
     for s in entry.signatures:
         add(
@@ -96,7 +97,8 @@ def build_signature_index(catalog: Catalog) -> dict[str, str]:
     """Return the files of api/v1/ (path to text): entries.json, signatures.jsonl and the schemas."""
     signatures: list[IndexSignature] = []
     entries: list[IndexEntry] = []
-    for entry in catalog.entries.values():
+    for card in catalog.entries.values():
+        entry = card.entry()
         own = _signatures(entry, catalog)
         signatures.extend(own)
         entries.append(

@@ -9,8 +9,9 @@ from typing import Any
 from markupsafe import Markup
 
 from generator.markup import plain_markdown, plain_text
-from generator.schema import Entry, Hub, SiteConfig
+from generator.schema import Hub, SiteConfig
 from generator.taxonomy import SYSTEMS
+from generator.validate import EntryCard
 
 CONTEXT = "https://schema.org"
 
@@ -19,7 +20,7 @@ def _organisation(name: str, site: SiteConfig) -> dict[str, Any]:
     return {"@type": "Organization", "name": name, "url": site.base_url}
 
 
-def entry_article(entry: Entry, site: SiteConfig, path: str, tag_titles: list[str]) -> dict[str, Any]:
+def entry_article(entry: EntryCard, site: SiteConfig, path: str, tag_titles: list[str]) -> dict[str, Any]:
     """An entry page as a TechArticle."""
     return {
         "@context": CONTEXT,

@@ -14,8 +14,8 @@ from pathlib import PurePosixPath
 from generator.errors import ContentError, Problem
 from generator.load import Document, Example
 from generator.patterns import compile_signature, required_literal
-from generator.schema import DiagnoseExample, Entry, Hub, HubRef, SiteConfig, TagInfo
-from generator.validate import Validated, did_you_mean
+from generator.schema import DiagnoseExample, Hub, HubRef, SiteConfig, TagInfo
+from generator.validate import EntryCard, Validated, did_you_mean
 
 RELATED_LIMIT = 6
 
@@ -25,7 +25,7 @@ class Catalog:
     """All content, validated and cross-linked; built once, then only read."""
 
     site: SiteConfig
-    entries: dict[str, Entry]
+    entries: dict[str, EntryCard]  # by id; card.entry() is the whole model
     hubs: dict[str, Hub]
     tags: dict[str, TagInfo]
     entry_paths: dict[str, str]
@@ -46,9 +46,9 @@ def _stem(doc: Document) -> str:
 
 def _check_ids(validated: Validated, problems: list[Problem]) -> None:
     seen: dict[str, str] = {}
-    items: list[tuple[Entry | Hub, Document]] = [*validated.entries, *validated.hubs]
+    items: list[tuple[EntryCard | Hub, Document]] = [*validated.entries, *validated.hubs]
     for item, doc in items:
-        kind = "entry" if isinstance(item, Entry) else "hub"
+        kind = "entry" if isinstance(item, EntryCard) else "hub"
         if item.id != _stem(doc):
             problems.append(
                 doc.problem(
@@ -252,23 +252,14 @@ def _warnings(
         if not hub_rows.get(hub.id):
             warnings.append(doc.problem(("id",), "no entry lists this hub"))
     for entry, doc in validated.entries:
-        optional = {
-            "symptoms": entry.symptoms,
-            "misread_as": entry.misread_as,
-            "prevention": entry.prevention,
-            "references": entry.references,
-            "scale": entry.scale,
-            "collateral": entry.collateral,
-        }
-        for name, value in optional.items():
-            if not value:
-                warnings.append(doc.problem((name,), "section is empty", "the page will leave it out"))
-        if not entry.fix.code:
+        for name in entry.empty:
+            warnings.append(doc.problem((name,), "section is empty", "the page will leave it out"))
+        if not entry.fix_code:
             warnings.append(doc.problem(("fix",), "fix has no code examples"))
     return sorted(warnings)
 
 
-def _rank_related(entries: dict[str, Entry], by_category: dict[str, list[str]]) -> dict[str, list[str]]:
+def _rank_related(entries: dict[str, EntryCard], by_category: dict[str, list[str]]) -> dict[str, list[str]]:
     """Each entry's explicit related entries first, then same-category entries by shared tags, then by id."""
     # Entries that share no tag come in id order, so only those sharing one need counting: a count
     # over the category's per-tag lists rather than every pair of entries in the category.

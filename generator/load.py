@@ -29,15 +29,27 @@ Path_ = tuple[str | int, ...]
 
 @dataclass
 class Document:
-    """A parsed YAML file: its data and where each key or item starts."""
+    """A parsed YAML file: its data and where each key or item starts.
+
+    An entry a build checks in a worker process comes back without its data and positions, but with its
+    raw bytes until it is checked and with the file it came from: its positions are found again from the
+    file only if a cross-entry check has a problem to place in it.
+    """
 
     path: str
     data: Any
     positions: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     boolean_words: dict[Path_, str] = field(default_factory=dict)
+    raw: bytes | None = field(default=None, repr=False)  # the bytes of an entry not parsed yet
+    source: Path | None = None  # the file, for an entry whose positions were not kept
 
     def locate(self, loc: Path_) -> tuple[int, int]:
         """Return the line and column of the deepest known prefix of a key path."""
+        if not self.positions and self.source is not None:
+            try:
+                self.positions = parse_yaml(self.path, self.source.read_bytes())[0].positions
+            except OSError:
+                pass
         for end in range(len(loc), -1, -1):
             if loc[:end] in self.positions:
                 return self.positions[loc[:end]]
@@ -117,96 +129,81 @@ class _Walker:
         return value
 
 
-Checked = tuple[Any, list[Problem], frozenset[str]]  # a file's model, its problems, its unsafe regexes
-
-
 class Memo:
-    """Each file parsed and checked, by its bytes: kept in memory by `serve`, and on disk when given a folder.
+    """What was found in each entry file, by its name and bytes: kept in memory by `serve`, on disk if given a folder.
 
     The disk copy is keyed by the file's name, its bytes and salt (a digest of the generator's code), so
     a changed file or a changed generator reads as missing; it is as trusted as the project folder.
     """
 
     def __init__(self, folder: Path | None = None, salt: bytes = b"") -> None:
-        self.parsed: dict[tuple[str, bytes], tuple[Document, list[Problem]]] = {}
-        # By id() of a parsed Document: the document, its model, its problems and the regexes unsafe to run.
-        self.checked: dict[int, tuple[Document, Any, list[Problem], frozenset[str]]] = {}
+        self.kept: dict[tuple[str, bytes], Any] = {}
         self.folder, self.salt = folder, salt
-        self._files: dict[int, tuple[str, list[Problem]]] = {}  # id() of a parsed Document: its disk name, problems
         self._seen: set[tuple[str, bytes]] = set()
         self.passed: set[str] = set()  # the key of the signatures of the last build whose checks passed
 
-    def parse(self, display: str, raw: bytes) -> tuple[Document, list[Problem]]:
-        """Parse raw unless these very bytes were parsed under this name before."""
+    def key(self, display: str, raw: bytes) -> tuple[str, bytes]:
+        """The key of a file's findings: its name and a digest of its bytes."""
         key = (display, hashlib.sha256(raw).digest())
         self._seen.add(key)
-        if key not in self.parsed:
-            name = hashlib.sha256(self.salt + display.encode() + b"\0" + raw).hexdigest()
-            kept = self._read(name)
-            if kept is not None:
-                doc, problems, checked = kept
-                if checked is not None:
-                    self.checked[id(doc)] = (doc, *checked)
-            else:
-                doc, problems = _parse(display, raw)
-            self.parsed[key] = (doc, problems)
-            self._files[id(doc)] = (name, problems)
-        return self.parsed[key]
+        return key
 
-    def check(self, doc: Document, result: Any, found: list[Problem], unsafe: frozenset[str]) -> None:
-        """Keep a document's validation, in memory and on disk."""
-        self.checked[id(doc)] = (doc, result, found, unsafe)
-        if self.folder is None or id(doc) not in self._files:
+    def get(self, key: tuple[str, bytes]) -> Any:
+        """What was found in the file under key, or None when it was never checked (or its copy is damaged)."""
+        if key not in self.kept and self.folder is not None:
+            try:
+                found = pickle.loads((self.folder / self._name(key)).read_bytes())
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+                return None
+            self.kept[key] = found
+        return self.kept.get(key)
+
+    def put(self, key: tuple[str, bytes], found: Any) -> None:
+        """Keep what was found in the file under key, in memory and on disk."""
+        self.kept[key] = found
+        if self.folder is None:
             return
-        name, problems = self._files[id(doc)]
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            partial = self.folder / f"{name}.{os.getpid()}.part"
-            kept = (doc, problems, (result, found, unsafe))
-            partial.write_bytes(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(partial, self.folder / f"{name}.pickle")
+            partial = self.folder / f"{self._name(key)}.{os.getpid()}.part"
+            partial.write_bytes(pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(partial, self.folder / self._name(key))
         except (OSError, pickle.PicklingError):
-            pass  # without a disk copy the next build parses the file again
+            pass  # without a disk copy the next build checks the file again
 
-    def _read(
-        self, name: str
-    ) -> tuple[Document, list[Problem], tuple[Any, list[Problem], frozenset[str]] | None] | None:
-        if self.folder is None:
-            return None
-        try:
-            kept = pickle.loads((self.folder / f"{name}.pickle").read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            return None
-        return kept if isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], Document) else None
+    def _name(self, key: tuple[str, bytes]) -> str:
+        return hashlib.sha256(self.salt + key[0].encode() + b"\0" + key[1]).hexdigest() + ".pickle"
 
     def forget_unseen(self) -> None:
         """Drop the files no longer in the content, or changed since; called once a load is complete."""
-        for key in set(self.parsed) - self._seen:
-            doc, _ = self.parsed.pop(key)
-            self.checked.pop(id(doc), None)
-            self._files.pop(id(doc), None)
+        for key in set(self.kept) - self._seen:
+            del self.kept[key]
         self._seen = set()
 
     def prune(self) -> None:
         """Remove the disk copies of files the last load did not read."""
         if self.folder is None or not self.folder.is_dir():
             return
-        keep = {f"{name}.pickle" for name, _ in self._files.values()}
+        keep = {self._name(key) for key in self.kept}
         for path in self.folder.iterdir():
             if path.name not in keep:
                 path.unlink(missing_ok=True)
 
 
-def load_yaml(path: Path, display: str, memo: Memo | None = None) -> tuple[Document, list[Problem]]:
-    """Parse one YAML file; return the document and any problems found while reading it."""
+def load_yaml(path: Path, display: str, parse: bool = True) -> tuple[Document, list[Problem]]:
+    """Parse one YAML file; return the document and any problems found while reading it.
+
+    Without parse, the document holds the file's bytes for a later parse (an entry checked in a worker).
+    """
     try:
         raw = path.read_bytes()
     except OSError as exc:
         return Document(display, None), [Problem(display, 0, 0, "", f"cannot read file: {exc.strerror}")]
-    return memo.parse(display, raw) if memo else _parse(display, raw)
+    return parse_yaml(display, raw) if parse else (Document(display, None, raw=raw, source=path), [])
 
 
-def _parse(display: str, raw: bytes) -> tuple[Document, list[Problem]]:
+def parse_yaml(display: str, raw: bytes) -> tuple[Document, list[Problem]]:
+    """Parse a YAML file's bytes, recording where each key and item starts."""
     doc = Document(display, None)
     if len(raw) > MAX_FILE_BYTES:
         return doc, [Problem(display, 0, 0, "", f"file is larger than {MAX_FILE_BYTES} bytes")]
@@ -258,12 +255,15 @@ class Sources:
     memo: Memo | None = None
 
 
-def load_sources(root: Path, memo: Memo | None = None) -> Sources:
-    """Parse site.yaml, tags.yaml, entries/**/*.yaml and hubs/*.yaml under a project root."""
+def load_sources(root: Path, memo: Memo | None = None, parse_entries: bool = True) -> Sources:
+    """Parse site.yaml, tags.yaml, entries/**/*.yaml and hubs/*.yaml under a project root.
+
+    Without parse_entries, entry files are read but left for validation to parse (over many cores).
+    """
     problems: list[Problem] = []
 
-    def read(path: Path) -> Document:
-        doc, found = load_yaml(path, path.relative_to(root).as_posix(), memo)
+    def read(path: Path, parse: bool = True) -> Document:
+        doc, found = load_yaml(path, path.relative_to(root).as_posix(), parse)
         problems.extend(found)
         return doc
 
@@ -276,14 +276,12 @@ def load_sources(root: Path, memo: Memo | None = None) -> Sources:
 
     site = read_required("site.yaml")
     tags = read_required("tags.yaml")
-    entries = [read(p) for p in _content_files(root, "entries", True, problems)]
+    entries = [read(p, parse_entries) for p in _content_files(root, "entries", True, problems)]
     hubs = [read(p) for p in _content_files(root, "hubs", False, problems)]
     if not entries and not any(p.path.startswith("entries") for p in problems):
         # Building nothing would replace a real site with an empty one.
         problems.append(Problem("entries/", 0, 0, "", "no entries found (expected entries/<system>/<id>.yaml)"))
     examples = _examples(root, site, problems)
-    if memo:
-        memo.forget_unseen()
     return Sources(root, site, tags, entries, hubs, problems, examples, memo)
 
 

@@ -11,6 +11,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
@@ -18,13 +19,18 @@ from pygments.util import ClassNotFound
 _FORMATTER = HtmlFormatter(nowrap=True)
 
 
+@lru_cache(maxsize=256)
+def _lexer(language: str) -> Lexer:
+    # A lexer keeps no state between texts; finding one by name scans every lexer Pygments has.
+    try:
+        return get_lexer_by_name(language or "text")
+    except ClassNotFound:
+        return get_lexer_by_name("text")
+
+
 def highlight_code(code: str, language: str) -> str:
     """Return highlighted HTML for a code block, wrapped in <pre><code>."""
-    try:
-        lexer = get_lexer_by_name(language or "text")
-    except ClassNotFound:
-        lexer = get_lexer_by_name("text")
-    body = highlight(code.rstrip("\n") + "\n", lexer, _FORMATTER)
+    body = highlight(code.rstrip("\n") + "\n", _lexer(language), _FORMATTER)
     lang = html.escape(language or "text", quote=True)
     return f'<pre class="code" tabindex="0" data-lang="{lang}"><code class="language-{lang}">{body}</code></pre>'
 

@@ -29,6 +29,7 @@ from generator.markup import (
 )
 from generator.schema import Entry, Hub, HubRef
 from generator.taxonomy import CATEGORIES, SYSTEMS
+from generator.validate import EntryCard
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 RECENT_ENTRIES = 8
@@ -76,8 +77,8 @@ class EntryPageContext:
     """Context of templates/entry.html."""
 
     page: Page
-    entry: Entry
-    faq: list[Any]  # FaqItem in the view; (question, answer HTML) once rendered
+    entry: Any  # its EntryCard in the view; the whole Entry once rendered
+    faq: list[tuple[str, Markup]]  # empty in the view; (question, answer HTML) once rendered
     related: list[EntryRow]
     backlinks: list[EntryRow]
     edit_url: str
@@ -265,27 +266,34 @@ class Renderer:
 
     def render(self, view: PageView) -> str:
         """Render one page's HTML from its view."""
-        context = self._expand_entry(view.context) if isinstance(view.context, EntryPageContext) else view.context
+        context = self.expand(view.context)
         return self.env.get_template(view.template).render(ctx=context, page=context.page)
 
-    def _expand_entry(self, context: EntryPageContext) -> EntryPageContext:
-        """Render the FAQ's Markdown, which its JSON-LD quotes as plain text; left out of the view, as costly."""
-        faq_html = [(item.question, Markup(render_markdown(item.answer))) for item in context.faq]
-        if not faq_html:
+    def expand(self, context: Any) -> Any:
+        """The context a template reads: an entry page's whole entry and its FAQ, which its view leaves out.
+
+        The view holds the entry's card, which its digest stands for: the model is unpickled and the FAQ's
+        Markdown rendered (its JSON-LD quotes it as plain text) only for a page that is rendered.
+        """
+        if not isinstance(context, EntryPageContext) or isinstance(context.entry, Entry):
             return context
-        data = list(context.page.jsonld)
-        data.insert(1, jsonld.faq_page(faq_html))  # after the article, before the breadcrumbs
-        return replace(context, faq=faq_html, page=replace(context.page, jsonld=data))
+        entry = context.entry.entry()
+        faq_html = [(item.question, Markup(render_markdown(item.answer))) for item in expand_faq(entry, self.catalog)]
+        page = context.page
+        if faq_html:
+            data = list(page.jsonld)
+            data.insert(1, jsonld.faq_page(faq_html))  # after the article, before the breadcrumbs
+            page = replace(page, jsonld=data)
+        return replace(context, entry=entry, faq=faq_html, page=page)
 
     def _edit_url(self, source: str) -> str:
         return f"{self.site.repo_url.rstrip('/')}/edit/{self.site.edit_branch}/{source}"
 
     # -- pages -----------------------------------------------------------------------------------
 
-    def render_entry(self, entry: Entry) -> PageView:
+    def render_entry(self, entry: EntryCard) -> PageView:
         """Render /failures/<id>/."""
         path = entry_path(entry.id)
-        faq = expand_faq(entry, self.catalog)
         article = jsonld.entry_article(entry, self.site, path, [self.catalog.tags[t].title for t in entry.tags])
         page = self._page(
             path,
@@ -302,7 +310,7 @@ class Renderer:
         context = EntryPageContext(
             page=page,
             entry=entry,
-            faq=faq,
+            faq=[],
             related=[self.row(i) for i in self.catalog.related.get(entry.id, [])],
             backlinks=[
                 self.row(i)
@@ -318,7 +326,7 @@ class Renderer:
         )
         return self._view(path + "index.html", "entry.html", context)
 
-    def _siblings(self, entry: Entry) -> list[tuple[str, str]]:
+    def _siblings(self, entry: EntryCard) -> list[tuple[str, str]]:
         """The category's entries by title around this one, at most SIDENAV_LIMIT: the rest are a click away."""
         ordered = self._by_title.get(entry.category)
         if ordered is None:

@@ -29,11 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol, TypeVar
 
+from generator.cache import digest
 from generator.errors import BuildError
 from generator.markup import markdown_text
 from generator.render import EntryPageContext, HubPageContext, PageView
+from generator.schema import Entry
 from generator.taxonomy import SYSTEMS
 from generator.write import exchange, link_tree
 
@@ -64,7 +66,45 @@ def shard_count(pages: int) -> int:
     return max(1, -(-pages // SHARD_PAGES))
 
 
-def shards(records: list[SearchRecord]) -> list[tuple[str, list[SearchRecord]]]:
+@dataclass(frozen=True)
+class SearchPlan:
+    """What the search index holds: the pages that have a search document, and a key for each document.
+
+    A document's key is a digest of what it is made from, so a shard whose keys are as they were needs
+    no document made and no indexing.
+    """
+
+    views: list[PageView]  # entry and hub pages, in path order
+    keys: dict[str, str]  # document key by path; empty when nothing is to be kept
+    language: str
+
+
+def search_plan(views: Iterable[PageView], language: str, keyed: bool = True) -> SearchPlan:
+    """The plan of the search index for a site's views; with keyed, each document's key for the cache."""
+    searchable = sorted(
+        (v for v in views if isinstance(v.context, (EntryPageContext, HubPageContext))), key=lambda v: v.path
+    )
+    return SearchPlan(searchable, {v.path: _document_key(v) for v in searchable} if keyed else {}, language)
+
+
+def _document_key(view: PageView) -> str:
+    """A digest of what a page's search document is made from (see _entry_document and _hub_document)."""
+    ctx = view.context
+    if isinstance(ctx, EntryPageContext):
+        return digest(["entry", ctx.entry, ctx.category_name, ctx.systems, ctx.tags])
+    rows = [(r.entry.title, r.errors, r.indicates, r.tell_apart) for g in ctx.groups for r in g.rows]
+    return digest(["hub", ctx.hub, [(g.title, g.description) for g in ctx.groups], rows])
+
+
+class _Paged(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+P = TypeVar("P", bound=_Paged)
+
+
+def shards(records: list[P]) -> list[tuple[str, list[P]]]:
     """Each shard's bundle folder (site-relative) and records, in path order; the first is the one the page loads.
 
     Records are laid out by a digest of their path into BUCKETS buckets, and the buckets cut into runs of
@@ -72,7 +112,7 @@ def shards(records: list[SearchRecord]) -> list[tuple[str, list[SearchRecord]]]:
     at most the few pages at the edge of its shard's run.
     """
     count = shard_count(len(records))
-    laid = sorted((_bucket(record.path), record.path, record) for record in records)
+    laid = sorted(((_bucket(record.path), record.path, record) for record in records), key=lambda item: item[:2])
     cuts = [0]
     for k in range(1, count):
         cut = max(cuts[-1], round(k * len(laid) / count))
@@ -80,7 +120,9 @@ def shards(records: list[SearchRecord]) -> list[tuple[str, list[SearchRecord]]]:
             cut += 1
         cuts.append(cut)
     cuts.append(len(laid))
-    runs = [sorted((item[2] for item in laid[a:b]), key=lambda r: r.path) for a, b in zip(cuts, cuts[1:], strict=False)]
+    runs = [
+        [item[2] for item in sorted(laid[a:b], key=lambda item: item[1])] for a, b in zip(cuts, cuts[1:], strict=False)
+    ]
     found = [(k, run) for k, run in enumerate(runs, 1) if run]
     return [(BUNDLE if n == 0 else f"{BUNDLE}shard-{k}/", run) for n, (k, run) in enumerate(found)]
 
@@ -123,7 +165,7 @@ def _document(
 
 
 def _entry_document(ctx: EntryPageContext, language: str) -> str:
-    e = ctx.entry
+    e = ctx.entry if isinstance(ctx.entry, Entry) else ctx.entry.entry()
     systems = [name for _, name, _ in ctx.systems]
     tags = [title for _, title in ctx.tags]
     filters = [("category", ctx.category_name), ("severity", e.severity)]
@@ -183,33 +225,38 @@ def _pagefind_version() -> str:
         return "?"
 
 
-def _shard_key(records: list[SearchRecord]) -> str:
-    h = hashlib.sha256(f"pagefind=={_pagefind_version()}\0{INCLUDE_CHARACTERS}\0".encode())
-    for record in records:
-        h.update(record.path.encode() + b"\0" + record.html.encode("utf-8", "surrogatepass") + b"\0")
+def _shard_key(plan: SearchPlan, views: list[PageView]) -> str | None:
+    """The cache key of a shard: Pagefind's version and settings, and each page's path and key."""
+    if not plan.keys:
+        return None
+    h = hashlib.sha256(f"pagefind=={_pagefind_version()}\0{INCLUDE_CHARACTERS}\0{plan.language}\0".encode())
+    for view in views:
+        h.update(f"{view.path}\0{plan.keys[view.path]}\0".encode())
     return h.hexdigest()
 
 
-def index_search(out_dir: Path, records: list[SearchRecord], cache: Path | None = None, jobs: int = 1) -> int:
-    """Write the search bundles of records under out_dir; return how many shards Pagefind had to index.
+def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> int:
+    """Write the search bundles of plan under out_dir; return how many shards Pagefind had to index.
 
-    With a cache folder, a shard indexed before with the very same documents is linked from it, and
-    each shard indexed now is kept there; shards no longer used are removed from it.
+    With a cache folder and page keys, a shard whose pages are as they were is linked from the cache,
+    and each shard indexed now is kept there; shards no longer used are removed from it. Documents are
+    made only for the shards that are indexed.
     """
-    layout = shards(records)
-    keys = [_shard_key(shard) for _, shard in layout]
+    layout = shards(plan.views)
+    keys = [_shard_key(plan, views) for _, views in layout]
     folders = [out_dir / path for path, _ in layout]
 
     def one(k: int) -> bool:
-        kept = cache / keys[k] if cache else None
+        key = keys[k]
+        kept = cache / key if cache is not None and key is not None else None
         if kept is not None and (kept / DONE).is_file():
             link_tree(kept, folders[k], skip=DONE)
             return False
-        base = cache if cache is not None else out_dir
+        base = kept.parent if kept is not None else out_dir
         base.mkdir(parents=True, exist_ok=True)
         fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=base))
         try:
-            _index_shard(fresh, layout[k][1])
+            _index_shard(fresh, search_records(layout[k][1], plan.language))
             canonicalise_index(fresh)
             if kept is None:
                 link_tree(fresh, folders[k])
@@ -229,7 +276,7 @@ def index_search(out_dir: Path, records: list[SearchRecord], cache: Path | None 
         others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
         (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)
         (out_dir / BUNDLE / SHARDS).write_text(json.dumps(others), encoding="utf-8")
-        if cache is not None:
+        if cache is not None and cache.is_dir():
             for stale in cache.iterdir():
                 if stale.name not in keys:
                     shutil.rmtree(stale, ignore_errors=True)
@@ -238,11 +285,11 @@ def index_search(out_dir: Path, records: list[SearchRecord], cache: Path | None 
     return indexed
 
 
-def reindex(site: Path, records: list[SearchRecord], cache: Path | None = None, jobs: int = 1) -> None:
-    """Index records for a site being served, and swap the new bundles in for the old in one step."""
+def reindex(site: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> None:
+    """Index plan for a site being served, and swap the new bundles in for the old in one step."""
     fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=site))
     try:
-        index_search(fresh, records, cache, jobs)
+        index_search(fresh, plan, cache, jobs)
         # One atomic exchange where the system has it, so a search never finds no index.
         if not ((site / BUNDLE).exists() and exchange(fresh / BUNDLE, site / BUNDLE)):
             shutil.rmtree(site / BUNDLE, ignore_errors=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from generator.build import build, cache_folder, source_memo
 from generator.errors import ContentError, TrainwreckError
-from generator.search import SearchRecord, reindex
+from generator.search import SearchPlan, reindex
 
 WATCHED = ("entries", "hubs", "templates", "static", "tags.yaml", "site.yaml")
 EVENTS = "__trainwreck/events"  # under the site's base path
@@ -127,14 +127,14 @@ class _Rebuilder:
     def __init__(self, root: Path, out_dir: Path, changes: Changes) -> None:
         self.root, self.out_dir, self.changes = root, out_dir, changes
         self.memo = source_memo(out_dir)
-        self.records: list[SearchRecord] = []  # the search documents of the last rebuild
+        self.plan: SearchPlan | None = None  # the search index of the last rebuild
         self.wanted = threading.Event()  # set when the pages changed since the index was last built
         threading.Thread(target=self._index_forever, daemon=True).start()
 
     def first(self) -> str:
         """Build the whole site once; return its base path."""
         result = build(self.root, self.out_dir, memo=self.memo)
-        self.records = result.search
+        self.plan = result.search
         return result.base_path
 
     def rebuild(self, paths: set[str]) -> None:
@@ -148,8 +148,8 @@ class _Rebuilder:
         except TrainwreckError as exc:
             print(f"error: {exc}\nThe previous site is still being served.", flush=True)
             return
-        if quick.search != self.records:
-            self.records = quick.search
+        if self.plan is None or quick.search.keys != self.plan.keys:
+            self.plan = quick.search
             self.wanted.set()
         assets = any(Path(p).is_relative_to(self.root / "static") for p in paths)
         if quick.rendered or assets:
@@ -162,8 +162,11 @@ class _Rebuilder:
         while True:
             self.wanted.wait()
             self.wanted.clear()
+            plan = self.plan
+            if plan is None:
+                continue
             try:
-                reindex(self.out_dir, self.records, cache_folder(self.out_dir) / "search")
+                reindex(self.out_dir, plan, cache_folder(self.out_dir) / "search")
                 print("Search index updated.", flush=True)
             except TrainwreckError as exc:
                 print(f"error: the search index was not updated: {exc}", flush=True)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
+import hashlib
+import multiprocessing
+import pickle
 import re
 import types
 import typing
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
@@ -17,9 +22,21 @@ from generator.codecheck import blocks
 from generator.codecheck import problems as block_problems
 from generator.diagnose import rules
 from generator.errors import Problem
-from generator.load import Document, Example, Memo, Path_, Sources
+from generator.load import Document, Example, Memo, Path_, Sources, parse_yaml
 from generator.patterns import compile_signature, regex_problem
-from generator.schema import ID_PATTERN, SOURCE_PATTERN, URL_PATTERN, Entry, Hub, SiteConfig, Tags
+from generator.schema import (
+    ID_PATTERN,
+    SOURCE_PATTERN,
+    URL_PATTERN,
+    Collateral,
+    Entry,
+    Hub,
+    HubRef,
+    Signature,
+    SiteConfig,
+    SystemRef,
+    Tags,
+)
 from generator.taxonomy import CATEGORIES, SYSTEMS
 
 M = TypeVar("M", bound=BaseModel)
@@ -168,12 +185,134 @@ def validate_document(model: type[M], doc: Document) -> tuple[M | None, list[Pro
         return None, problems
 
 
+# Sections an entry may leave empty, which its page then leaves out (a warning, an error under --strict).
+OPTIONAL = ("symptoms", "misread_as", "prevention", "references", "scale", "collateral")
+
+
+@dataclass(frozen=True)
+class EntryCard:
+    """An entry as the rest of the build reads it, with its whole model kept pickled.
+
+    Listings, hubs, feeds and the cross-entry checks read only these fields; the entry's own page and
+    the index unpickle the model (entry()), so a large site's entries are never all held as models.
+    """
+
+    id: str
+    title: str
+    summary: str
+    category: str
+    severity: str
+    systems: list[SystemRef]
+    hubs: list[HubRef]
+    tags: list[str]
+    related: list[str]
+    wraps: list[str]
+    signatures: list[Signature]
+    collateral: Collateral | None
+    added: dt.date
+    updated: dt.date
+    empty: tuple[str, ...]  # the OPTIONAL sections it leaves empty
+    fix_code: bool  # whether its fix has code examples
+    digest: str  # of the model's content: equal entries, equal digests, in any process
+    model: bytes = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, entry: Entry) -> EntryCard:
+        """The card of a validated entry."""
+        return cls(
+            entry.id,
+            entry.title,
+            entry.summary,
+            entry.category,
+            entry.severity,
+            entry.systems,
+            entry.hubs,
+            entry.tags,
+            entry.related,
+            entry.wraps,
+            entry.signatures,
+            entry.collateral,
+            entry.added,
+            entry.updated,
+            tuple(name for name in OPTIONAL if not getattr(entry, name)),
+            bool(entry.fix.code),
+            hashlib.sha256(entry.model_dump_json().encode()).hexdigest(),
+            pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL),
+        )
+
+    def entry(self) -> Entry:
+        """The whole entry."""
+        entry = pickle.loads(self.model)
+        assert isinstance(entry, Entry)
+        return entry
+
+
+# What checking one entry file finds: its card (None when it is broken), its problems, the regexes
+# among its signatures that are unsafe to run, and the id it declares (or its file name's).
+Checked = tuple[EntryCard | None, list[Problem], frozenset[str], str]
+
+
+def check_entry(doc: Document, found: list[Problem] | None = None) -> Checked:
+    """Validate one parsed entry and run the checks it passes on its own."""
+    problems = list(found or [])
+    model = None
+    unsafe: frozenset[str] = frozenset()
+    if doc.data is not None and not problems:
+        model, problems = validate_document(Entry, doc)
+        if model is not None:
+            more, unsafe = entry_problems(model, doc)
+            problems += more
+    card = EntryCard.of(model) if model is not None else None
+    return card, problems, unsafe, _declared_id(doc)
+
+
+def _check_entry_file(item: tuple[str, bytes]) -> Checked:
+    display, raw = item
+    doc, found = parse_yaml(display, raw)
+    return check_entry(doc, found)
+
+
+# Below this many entries to check, starting worker processes costs more than it saves.
+PARALLEL_MIN = 64
+
+
+def _check_entries(docs: list[Document], memo: Memo | None, jobs: int) -> list[Checked]:
+    """Check every entry document, parsing those left unparsed, over jobs processes; in document order."""
+    results: list[Checked | None] = [None] * len(docs)
+    todo: list[int] = []
+    keys: dict[int, tuple[str, bytes]] = {}
+    for i, doc in enumerate(docs):
+        if doc.raw is None:
+            results[i] = check_entry(doc)
+            continue
+        if memo is not None:
+            keys[i] = memo.key(doc.path, doc.raw)
+            results[i] = memo.get(keys[i])
+        if results[i] is None:
+            todo.append(i)
+    items = [(docs[i].path, docs[i].raw or b"") for i in todo]
+    if jobs > 1 and len(items) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            fresh = pool.map(_check_entry_file, items, chunksize=16)
+    else:
+        fresh = [_check_entry_file(item) for item in items]
+    for i, checked in zip(todo, fresh, strict=True):
+        results[i] = checked
+        if memo is not None:
+            memo.put(keys[i], checked)
+    for doc in docs:
+        doc.raw = None  # checked: the bytes are not kept
+    if memo is not None:
+        memo.forget_unseen()
+    return [r for r in results if r is not None]
+
+
 class Validated(typing.NamedTuple):
-    """Every content file as typed models, each with the document it came from."""
+    """Every content file as typed models (entries as cards), each with the document it came from."""
 
     site: SiteConfig | None
     tags: Tags | None
-    entries: list[tuple[Entry, Document]]
+    entries: list[tuple[EntryCard, Document]]
     hubs: list[tuple[Hub, Document]]
     problems: list[Problem]
     entry_ids: frozenset[str]
@@ -184,48 +323,41 @@ class Validated(typing.NamedTuple):
     memo: Memo | None = None  # what a long-running process keeps between builds
 
 
-def validate_sources(sources: Sources) -> Validated:
-    """Validate site.yaml, tags.yaml, every entry and every hub; collect all problems."""
+def validate_sources(sources: Sources, jobs: int = 1) -> Validated:
+    """Validate site.yaml, tags.yaml, every entry (over jobs processes) and every hub; collect all problems."""
     problems = list(sources.problems)
     broken = {p.path for p in problems}
-    unsafe: set[str] = set()
 
     def check(model: type[M], doc: Document) -> M | None:
         if doc.path in broken or doc.data is None:
             return None
-        kept = sources.memo.checked.get(id(doc)) if sources.memo else None
-        if kept is not None and kept[0] is doc:
-            result, found, bad = typing.cast("M | None", kept[1]), kept[2], kept[3]
-        else:
-            result, found = validate_document(model, doc)
-            bad = frozenset()
-            if isinstance(result, Entry):
-                more, bad = entry_problems(result, doc)
-                found = found + more
-            if sources.memo:
-                sources.memo.check(doc, result, found, bad)
+        result, found = validate_document(model, doc)
         problems.extend(found)
-        unsafe.update(bad)
         return result
 
     site = check(SiteConfig, sources.site)
     tags = check(Tags, sources.tags)
-    entries = [(e, d) for d in sources.entries if (e := check(Entry, d)) is not None]
+    readable = [d for d in sources.entries if d.path not in broken]
+    checked = _check_entries(readable, sources.memo, jobs)
+    entries = []
+    for doc, (card, found, _unsafe, _id) in zip(readable, checked, strict=True):
+        problems.extend(found)
+        if card is not None:
+            entries.append((card, doc))
+    unsafe = frozenset(regex for c in checked for regex in c[2])
     hubs = [(h, d) for d in sources.hubs if (h := check(Hub, d)) is not None]
     # Ids of files that failed validation still count, so one broken file does not cascade
     # into "no entry has id" errors in every file that links to it.
-    ids = (_ids(sources.entries), _ids(sources.hubs))
+    entry_ids = frozenset(c[3] for c in checked) | {_declared_id(d) for d in sources.entries if d.path in broken}
+    hub_ids = frozenset(_declared_id(d) for d in sources.hubs)
     return Validated(
-        site, tags, entries, hubs, problems, *ids, sources.tags, sources.examples, frozenset(unsafe), sources.memo
+        site, tags, entries, hubs, problems, entry_ids, hub_ids, sources.tags, sources.examples, unsafe, sources.memo
     )
 
 
-def _ids(docs: list[Document]) -> frozenset[str]:
-    ids = set()
-    for doc in docs:
-        declared = doc.data.get("id") if isinstance(doc.data, dict) else None
-        ids.add(declared if isinstance(declared, str) else PurePosixPath(doc.path).stem)
-    return frozenset(ids)
+def _declared_id(doc: Document) -> str:
+    declared = doc.data.get("id") if isinstance(doc.data, dict) else None
+    return declared if isinstance(declared, str) else PurePosixPath(doc.path).stem
 
 
 LANGUAGES = frozenset(alias for _name, aliases, _files, _mimes in get_all_lexers() for alias in aliases)

@@ -123,7 +123,7 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     warm, clean = tmp_path / "warm", tmp_path / "clean"
 
     first = build(root, warm)
-    count = len(shards(first.search))
+    count = len(shards(first.search.views))
     assert count >= 5 and first.indexed == count
     assert build(root, warm).indexed == 0
     entry = next((root / "entries").rglob("cuda-oom.yaml"))
@@ -136,7 +136,7 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     assert _tree(warm) == _tree(clean)
     assert not cache_folder(clean).exists()
     shard = next(
-        path for path, records in shards(again.search) if "failures/cuda-oom/index.html" in {r.path for r in records}
+        path for path, records in shards(again.search.views) if "failures/cuda-oom/index.html" in {r.path for r in records}
     )
     assert any("Searchableword" in f["content"] for f in _fragments(warm / shard))
     # The cache holds the shards of this site only.
