@@ -41,6 +41,7 @@ class BuildResult:
     rendered: list[str]  # the pages not found in the page cache, hence changed since the last build
     search: SearchPlan  # what the search index holds, for `serve` to index after an update
     indexed: int = 0  # search shards Pagefind indexed (the others were as the cache kept them)
+    catalog: Catalog | None = None  # the content built, for `serve` to render an edited page from
 
 
 def load_catalog(root: Path, memo: Memo | None = None, jobs: int = 1) -> Catalog:
@@ -140,6 +141,7 @@ def build(
         rendered,
         plan,
         indexed,
+        catalog,
     )
 
 

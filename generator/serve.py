@@ -7,11 +7,16 @@ import http.server
 import json
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from generator.build import build, cache_folder, source_memo
+from generator.build import THEME, build, cache_folder, source_memo
 from generator.errors import ContentError, TrainwreckError
+from generator.link import Catalog
+from generator.render import Renderer
 from generator.search import SearchPlan, reindex
+from generator.validate import check_entry_file
+from generator.write import write_files
 
 WATCHED = ("entries", "hubs", "templates", "static", "tags.yaml", "site.yaml")
 EVENTS = "__trainwreck/events"  # under the site's base path
@@ -128,6 +133,8 @@ class _Rebuilder:
         self.root, self.out_dir, self.changes = root, out_dir, changes
         self.memo = source_memo(out_dir)
         self.plan: SearchPlan | None = None  # the search index of the last rebuild
+        self.catalog: Catalog | None = None  # the content of the last rebuild
+        self.renderer: Renderer | None = None  # kept, so an edited page renders with compiled templates
         self.wanted = threading.Event()  # set when the pages changed since the index was last built
         threading.Thread(target=self._index_forever, daemon=True).start()
 
@@ -135,11 +142,20 @@ class _Rebuilder:
         """Build the whole site once; return its base path."""
         result = build(self.root, self.out_dir, memo=self.memo)
         self.plan = result.search
+        self.catalog = result.catalog
+        if result.catalog is not None and result.catalog.entries:
+            self.renderer = Renderer(result.catalog, THEME / "templates")
+            # Compile the entry template now rather than when the first edit is saved.
+            self.renderer.render(self.renderer.render_entry(next(iter(result.catalog.entries.values()))))
         return result.base_path
 
     def rebuild(self, paths: set[str]) -> None:
         """Rebuild after a change to paths and tell the open pages; a broken edit keeps the last good site."""
         started = time.perf_counter()
+        edited = self._edited_page(paths)
+        if edited:
+            self.changes.publish([edited], False)
+            print(f"Rebuilt {edited} in {time.perf_counter() - started:.3f}s.", flush=True)
         try:
             quick = build(self.root, self.out_dir, search=False, update=True, memo=self.memo)
         except ContentError as exc:
@@ -148,6 +164,7 @@ class _Rebuilder:
         except TrainwreckError as exc:
             print(f"error: {exc}\nThe previous site is still being served.", flush=True)
             return
+        self.catalog = quick.catalog
         if self.plan is None or quick.search.keys != self.plan.keys:
             self.plan = quick.search
             self.wanted.set()
@@ -155,6 +172,33 @@ class _Rebuilder:
         if quick.rendered or assets:
             self.changes.publish(quick.rendered, assets)
             print(f"Rebuilt {len(quick.rendered)} of {quick.pages} pages in {time.perf_counter() - started:.2f}s.")
+
+    def _edited_page(self, paths: set[str]) -> str | None:
+        """Write the page of the one entry just saved, from its file and the last build, before anything else.
+
+        The page is the one its author is looking at. What else the edit changes (lists that show its
+        title or summary, the index, search) follows in the full rebuild, which writes this page again if
+        its context changed too. Return the page's path, or None when the change is not one entry's.
+        """
+        if len(paths) != 1 or self.catalog is None or self.renderer is None:
+            return None
+        path = Path(next(iter(paths)))
+        if not (path.suffix == ".yaml" and path.is_relative_to(self.root / "entries") and path.is_file()):
+            return None
+        display = path.relative_to(self.root).as_posix()
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        checked = check_entry_file((display, raw))
+        self.memo.put(self.memo.key(display, raw), checked)  # the full rebuild finds it checked
+        card, problems = checked[0], checked[1]
+        if problems or card is None or self.catalog.entry_paths.get(card.id) != display:
+            return None  # broken, renamed or new: the full rebuild reports or places it
+        self.renderer.catalog = replace(self.catalog, entries={**self.catalog.entries, card.id: card})
+        view = self.renderer.render_entry(card)
+        write_files(self.out_dir, {view.path: self.renderer.render(view)}, atomic=True)
+        return view.path
 
     def _index_forever(self) -> None:
         # Only the shards holding changed documents are indexed again; an edit made meanwhile is indexed

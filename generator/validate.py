@@ -266,7 +266,8 @@ def check_entry(doc: Document, found: list[Problem] | None = None) -> Checked:
     return card, problems, unsafe, _declared_id(doc)
 
 
-def _check_entry_file(item: tuple[str, bytes]) -> Checked:
+def check_entry_file(item: tuple[str, bytes]) -> Checked:
+    """Parse and check one entry file's (name, bytes)."""
     display, raw = item
     doc, found = parse_yaml(display, raw)
     return check_entry(doc, found)
@@ -293,9 +294,9 @@ def _check_entries(docs: list[Document], memo: Memo | None, jobs: int) -> list[C
     items = [(docs[i].path, docs[i].raw or b"") for i in todo]
     if jobs > 1 and len(items) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            fresh = pool.map(_check_entry_file, items, chunksize=16)
+            fresh = pool.map(check_entry_file, items, chunksize=16)
     else:
-        fresh = [_check_entry_file(item) for item in items]
+        fresh = [check_entry_file(item) for item in items]
     for i, checked in zip(todo, fresh, strict=True):
         results[i] = checked
         if memo is not None:

@@ -83,7 +83,7 @@ def test_every_entry_is_on_a_hub(catalog) -> None:
 def test_a_reference_url_has_one_title_everywhere(catalog) -> None:
     # A title says what the page at the URL is; a second title for the same page is a second claim.
     titles: dict[str, set[tuple[str, str]]] = {}
-    for entry in catalog.entries.values():
+    for entry in (card.entry() for card in catalog.entries.values()):
         for ref in entry.references:
             titles.setdefault(str(ref.url).rstrip("/"), set()).add((ref.title, entry.id))
     clashes = {url: sorted(t) for url, t in titles.items() if len({title for title, _ in t}) > 1}
@@ -96,7 +96,7 @@ def test_no_sentence_is_shared_between_entries(catalog) -> None:
         return {s.strip().lower() for s in re.split(r"(?<=[.!?])\s+|\\n", text) if len(s.split()) > 12}
 
     seen: dict[str, str] = {}
-    for entry in catalog.entries.values():
+    for entry in (card.entry() for card in catalog.entries.values()):
         for sentence in sentences(entry):
             assert sentence not in seen or seen[sentence] == entry.id, (entry.id, seen.get(sentence), sentence)
             seen[sentence] = entry.id

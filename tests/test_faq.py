@@ -31,7 +31,7 @@ def test_article_follows_sound(word: str, expected: str) -> None:
 
 def _faq(entry_id: str) -> dict[str, str]:
     catalog = load_catalog(CORPUS)
-    return {item.question: item.answer for item in expand_faq(catalog.entries[entry_id], catalog)}
+    return {item.question: item.answer for item in expand_faq(catalog.entries[entry_id].entry(), catalog)}
 
 
 def test_answers_keep_author_text_whole() -> None:

@@ -18,14 +18,14 @@ CATALOG = load_catalog(ROOT)
 def test_every_block_of_every_entry_runs_as_pasted(entry_id: str) -> None:
     found = [
         f"{'.'.join(map(str, b.where))} ({b.language}): {p}"
-        for b in blocks(CATALOG.entries[entry_id])
+        for b in blocks(CATALOG.entries[entry_id].entry())
         for p in problems(b)
     ]
     assert not found, "\n".join(found)
 
 
 def test_shipped_entries_have_blocks_of_each_checked_kind() -> None:
-    languages = {b.language for e in CATALOG.entries.values() for b in blocks(e)}
+    languages = {b.language for e in CATALOG.entries.values() for b in blocks(e.entry())}
     assert {"python", "shell", "json", "yaml"} <= languages
 
 
@@ -77,7 +77,7 @@ def test_json_yaml_and_toml_blocks_must_parse() -> None:
 
 
 def test_entry_page_lists_the_names_a_block_needs(real_site: Path) -> None:
-    entry = CATALOG.entries["cuda-misaligned-address"]
+    entry = CATALOG.entries["cuda-misaligned-address"].entry()
     index = next(i for i, c in enumerate(entry.fix.code) if c.context)
     page = soup(real_site, f"failures/{entry.id}/index.html")
     block = page.select(".fix-code")[index]

@@ -27,7 +27,7 @@ def catalog():
 
 
 def test_every_source_in_the_catalog_has_evidence_that_its_file_exists(catalog) -> None:
-    claims = provenance.claims(catalog.entries.values())
+    claims = provenance.claims(c.entry() for c in catalog.entries.values())
     lock = provenance.load_lock(ROOT)
     assert provenance.unverified(claims, lock) == []
     # A record no signature cites is evidence for nothing; `sources --verify` drops it.
@@ -207,7 +207,7 @@ def test_sources_command_names_what_has_no_evidence(corpus: Path, capsys: pytest
 def test_verify_keeps_evidence_recorded_by_hand_when_it_cannot_look_the_source_up(
     corpus: Path, pypi: tuple[Path, list[tuple[int, int]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    claims = provenance.claims(load_catalog(corpus).entries.values())
+    claims = provenance.claims(c.entry() for c in load_catalog(corpus).entries.values())
     by_hand = {"exists": True, "how": "github-index", "at": "1" * 40, "found": [], "note": "read by a maintainer"}
     (corpus / provenance.LOCK).write_text(json.dumps({c.source: by_hand for c in claims}))
     # The local index has no torch release, so the automatic lookup fails; the record stays.

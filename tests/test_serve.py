@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -60,6 +61,11 @@ def test_serve_rebuilds_on_change_and_survives_a_broken_edit(corpus: Path, tmp_p
         output = proc.communicate(timeout=10)[0]
     assert "severity: expected one of: low, medium, high, critical; got 'severe'" in output
     assert "The previous site is still being served." in output
+    # The saved entry's own page is written first, from its file and the last build; the rest follows.
+    lines = output.splitlines()
+    alone = [i for i, line in enumerate(lines) if line.startswith("Rebuilt failures/demo-nan/index.html in ")]
+    whole = [i for i, line in enumerate(lines) if re.match(r"Rebuilt \d+ of \d+ pages in ", line)]
+    assert len(alone) == 1 and whole and alone[0] < whole[0], output
 
 
 def test_an_open_page_shows_a_saved_edit_in_place_without_reloading(corpus: Path, tmp_path: Path, browser) -> None:
@@ -111,3 +117,24 @@ def test_an_open_page_shows_a_saved_edit_in_place_without_reloading(corpus: Path
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
+
+
+def test_the_page_written_first_is_the_page_a_clean_build_writes(corpus: Path, tmp_path: Path) -> None:
+    from generator.build import build
+    from generator.serve import Changes, _Rebuilder
+
+    rebuilder = _Rebuilder(corpus, tmp_path / "served", Changes())
+    rebuilder.first()
+    entry = corpus / "entries/demo/demo-nan.yaml"
+    entry.write_text(entry.read_text(encoding="utf-8").replace("summary: ", "summary: Firstword ", 1), encoding="utf-8")
+    assert rebuilder._edited_page({str(entry)}) == "failures/demo-nan/index.html"
+    build(corpus, tmp_path / "clean", cache=False, search=False)
+    page = "failures/demo-nan/index.html"
+    assert b"Firstword" in (tmp_path / "served" / page).read_bytes()
+    assert (tmp_path / "served" / page).read_bytes() == (tmp_path / "clean" / page).read_bytes()
+    # A file that does not check out is left to the full rebuild, which reports it.
+    entry.write_text(
+        entry.read_text(encoding="utf-8").replace("severity: medium", "severity: severe"), encoding="utf-8"
+    )
+    assert rebuilder._edited_page({str(entry)}) is None
+    assert rebuilder._edited_page({str(corpus / "tags.yaml")}) is None
