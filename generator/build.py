@@ -6,7 +6,7 @@ import multiprocessing
 import os
 import pickle
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from generator.index import build_signature_index
 from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
-from generator.render import Renderer, example_files, page_views, render_views
+from generator.render import Rendered, Renderer, example_files, page_views, render_views
 from generator.search import SearchPlan, die_with_parent, index_search, search_plan
 from generator.validate import validate_sources
 from generator.write import copy_static, is_site, remove_pages_except, staging, write_files, write_pages
@@ -71,11 +71,13 @@ def build(
     jobs: int | None = None,
     memo: Memo | None = None,
     update: bool = False,
+    keep: Callable[[str], bool] = lambda page: False,
 ) -> BuildResult:
     """Build the site from the content under root into out_dir, replacing it only on success.
 
     With update on (for `serve`), out_dir is updated in place instead: only changed pages are written,
-    each atomically, and its search index is left for the caller to replace (search.reindex).
+    each atomically, except those keep names (written since by someone else), and its search index is
+    left for the caller to replace (search.reindex).
     """
     # Everything is gathered and checked before the first byte is written.
     if memo is None and cache:
@@ -88,6 +90,7 @@ def build(
     renderer = Renderer(catalog, theme / "templates")
     views = page_views(renderer)
     rendered: list[str] = []
+    skipped: set[str] = set()  # pages keep named, which the folder holds as someone else wrote them
     indexed = 0
     salt = code_digest(theme / "templates", [catalog.site])
     store = PageCache(cache_folder(out_dir) / "pages", salt) if cache else None
@@ -105,7 +108,7 @@ def build(
         copy_static(theme / "static", out_dir)
         write_files(out_dir, files, atomic=True)
         fresh = render_views(renderer, views, store, jobs or _cores(), rendered.append, written=store.site())
-        deque(write_pages(out_dir, fresh, atomic=True), maxlen=0)
+        deque(write_pages(out_dir, _except(fresh, keep, skipped), atomic=True), maxlen=0)
         remove_pages_except(out_dir, {view.path for view in views})
     else:
         # Into a staging folder: Pagefind indexes the search documents while the pages are rendered over
@@ -122,7 +125,8 @@ def build(
                 indexing.join()
             indexed = indexing.result() or 0
     if store:
-        store.site({view.path: store.key(view) for view in views})
+        # A page left as someone else wrote it is not recorded as this build's, so the next one writes it.
+        store.site({view.path: store.key(view) for view in views if view.path not in skipped})
         store.prune()
     else:
         # What the folder now holds is not what the cache last recorded.
@@ -143,6 +147,15 @@ def build(
         indexed,
         catalog,
     )
+
+
+def _except(pages: Iterable[Rendered], keep: Callable[[str], bool], skipped: set[str]) -> Iterator[Rendered]:
+    """The pages keep does not name; the ones it names are added to skipped."""
+    for page, html in pages:
+        if keep(page):
+            skipped.add(page)
+        else:
+            yield page, html
 
 
 class _Beside:

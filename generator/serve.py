@@ -127,7 +127,11 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 class _Rebuilder:
-    """Rebuilds on change: the changed pages first, in place; the search index after, in the background."""
+    """Rebuilds on change: a saved entry's page at once, the rest in the background, the search index last.
+
+    The other changed pages are written in place by one rebuild for all the saves made while the last
+    one ran.
+    """
 
     def __init__(self, root: Path, out_dir: Path, changes: Changes) -> None:
         self.root, self.out_dir, self.changes = root, out_dir, changes
@@ -136,7 +140,12 @@ class _Rebuilder:
         self.catalog: Catalog | None = None  # the content of the last rebuild
         self.renderer: Renderer | None = None  # kept, so an edited page renders with compiled templates
         self.wanted = threading.Event()  # set when the pages changed since the index was last built
+        self.pending: set[str] = set()  # paths changed since the last rebuild began
+        self.lock = threading.Lock()
+        self.more = threading.Event()  # set when pending has paths
+        self.written: dict[str, float] = {}  # page to when it was written on its own, ahead of a rebuild
         threading.Thread(target=self._index_forever, daemon=True).start()
+        threading.Thread(target=self._rebuild_forever, daemon=True).start()
 
     def first(self) -> str:
         """Build the whole site once; return its base path."""
@@ -149,15 +158,36 @@ class _Rebuilder:
             self.renderer.render(self.renderer.render_entry(next(iter(result.catalog.entries.values()))))
         return result.base_path
 
-    def rebuild(self, paths: set[str]) -> None:
-        """Rebuild after a change to paths and tell the open pages; a broken edit keeps the last good site."""
+    def changed(self, paths: set[str]) -> None:
+        """Take a change to paths: write a saved entry's page now and ask the background for the rest."""
         started = time.perf_counter()
         edited = self._edited_page(paths)
         if edited:
+            self.written[edited] = time.monotonic()
             self.changes.publish([edited], False)
             print(f"Rebuilt {edited} in {time.perf_counter() - started:.3f}s.", flush=True)
+        with self.lock:
+            self.pending |= paths
+        self.more.set()
+
+    def _rebuild_forever(self) -> None:
+        while True:
+            self.more.wait()
+            self.more.clear()
+            with self.lock:
+                paths, self.pending = self.pending, set()
+            self.rebuild(paths)
+
+    def rebuild(self, paths: set[str]) -> None:
+        """Rebuild after a change to paths and tell the open pages; a broken edit keeps the last good site."""
+        started, began = time.perf_counter(), time.monotonic()
+
+        def newer(page: str) -> bool:
+            # Written on its own since this rebuild began: this rebuild may have read the file before that.
+            return self.written.get(page, 0.0) > began
+
         try:
-            quick = build(self.root, self.out_dir, search=False, update=True, memo=self.memo)
+            quick = build(self.root, self.out_dir, search=False, update=True, memo=self.memo, keep=newer)
         except ContentError as exc:
             print(exc.report() + "\nThe previous site is still being served.", flush=True)
             return
@@ -230,7 +260,7 @@ def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: boo
         # (timeout) answer says the watcher is listening; an edit saved during the first build is
         # then caught by one more rebuild, before the site is served.
         events = watch_changes(*paths, step=10, yield_on_timeout=True, rust_timeout=50)
-        rebuilder.rebuild({path for _change, path in next(events)})
+        rebuilder.changed({path for _change, path in next(events)})
     # The handler resolves the folder per request, so it follows each atomic swap.
     handler_class = type("Handler", (_Handler,), {"prefix": prefix, "changes": changes, "live": live and watch})
     handler = functools.partial(handler_class, directory=str(out_dir))
@@ -244,7 +274,7 @@ def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: boo
         if events is not None:
             for found in events:
                 if found:
-                    rebuilder.rebuild({path for _change, path in found})
+                    rebuilder.changed({path for _change, path in found})
         else:
             thread.join()
     finally:

@@ -137,3 +137,24 @@ def test_a_kept_build_still_finds_a_signature_another_entry_claims(tmp_path: Pat
     with pytest.raises(ContentError) as caught:
         build(root, tmp_path / "site", search=False, theme=theme, memo=memo)
     assert any("is already claimed by entry" in p.message for p in caught.value.problems)
+
+
+def test_a_page_written_ahead_of_an_update_is_left_to_the_next_one(tmp_path: Path) -> None:
+    # serve writes a saved entry's page on its own; a rebuild that began before must not overwrite it,
+    # and must not record it as its own, so the rebuild after it writes the page as a clean build would.
+    root, theme = _project(tmp_path)
+    served, clean = tmp_path / "served", tmp_path / "clean"
+    memo = Memo()
+    build(root, served, search=False, theme=theme, memo=memo)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary="Aheadword " + d["summary"]))
+    page = served / "failures/cuda-oom/index.html"
+    page.write_bytes(b"written ahead")
+    held = build(
+        root, served, search=False, theme=theme, memo=memo, update=True, keep=lambda p: p.endswith("oom/index.html")
+    )
+    assert "failures/cuda-oom/index.html" in held.rendered
+    assert page.read_bytes() == b"written ahead"
+    build(root, served, search=False, theme=theme, memo=memo, update=True)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(served) == _tree(clean)
