@@ -31,17 +31,17 @@ Path_ = tuple[str | int, ...]
 class Document:
     """A parsed YAML file: its data and where each key or item starts.
 
-    An entry a build checks in a worker process comes back without its data and positions, but with its
-    raw bytes until it is checked and with the file it came from: its positions are found again from the
-    file only if a cross-entry check has a problem to place in it.
+    An entry a build checks in a worker process is read there; its document keeps only the file it
+    came from, and its positions are found again from the file only if a cross-entry check has a
+    problem to place in it.
     """
 
     path: str
     data: Any
     positions: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     boolean_words: dict[Path_, str] = field(default_factory=dict)
-    raw: bytes | None = field(default=None, repr=False)  # the bytes of an entry not parsed yet
-    source: Path | None = None  # the file, for an entry whose positions were not kept
+    source: Path | None = None  # the file, for an entry read and checked elsewhere
+    pending: bool = False  # not read yet: validation reads, parses and checks it
 
     def locate(self, loc: Path_) -> tuple[int, int]:
         """Return the line and column of the deepest known prefix of a key path."""
@@ -142,9 +142,9 @@ class Memo:
         self._seen: set[tuple[str, bytes]] = set()
         self.passed: set[str] = set()  # the key of the signatures of the last build whose checks passed
 
-    def key(self, display: str, raw: bytes) -> tuple[str, bytes]:
-        """The key of a file's findings: its name and a digest of its bytes."""
-        key = (display, hashlib.sha256(raw).digest())
+    def key(self, display: str, raw: bytes, digested: bool = False) -> tuple[str, bytes]:
+        """The key of a file's findings: its name and a digest of its bytes (raw is that digest if digested)."""
+        key = (display, raw if digested else hashlib.sha256(raw).digest())
         self._seen.add(key)
         return key
 
@@ -193,13 +193,20 @@ class Memo:
 def load_yaml(path: Path, display: str, parse: bool = True) -> tuple[Document, list[Problem]]:
     """Parse one YAML file; return the document and any problems found while reading it.
 
-    Without parse, the document holds the file's bytes for a later parse (an entry checked in a worker).
+    Without parse, the file is left for validation to read (an entry checked in a worker).
     """
+    if not parse:
+        return Document(display, None, source=path, pending=True), []
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return Document(display, None), [Problem(display, 0, 0, "", f"cannot read file: {exc.strerror}")]
-    return parse_yaml(display, raw) if parse else (Document(display, None, raw=raw, source=path), [])
+        return Document(display, None), [read_problem(display, exc)]
+    return parse_yaml(display, raw)
+
+
+def read_problem(display: str, exc: OSError) -> Problem:
+    """The problem of a content file that cannot be read."""
+    return Problem(display, 0, 0, "", f"cannot read file: {exc.strerror}")
 
 
 def parse_yaml(display: str, raw: bytes) -> tuple[Document, list[Problem]]:

@@ -10,8 +10,9 @@ import pickle
 import re
 import types
 import typing
+import zlib
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import pydantic
@@ -22,7 +23,7 @@ from generator.codecheck import blocks
 from generator.codecheck import problems as block_problems
 from generator.diagnose import rules
 from generator.errors import Problem
-from generator.load import Document, Example, Memo, Path_, Sources, parse_yaml
+from generator.load import Document, Example, Memo, Path_, Sources, parse_yaml, read_problem
 from generator.patterns import compile_signature, regex_problem
 from generator.schema import (
     ID_PATTERN,
@@ -214,7 +215,7 @@ class EntryCard:
     empty: tuple[str, ...]  # the OPTIONAL sections it leaves empty
     fix_code: bool  # whether its fix has code examples
     digest: str  # of the model's content: equal entries, equal digests, in any process
-    model: bytes = field(repr=False, compare=False)
+    model: bytes = field(repr=False, compare=False)  # the Entry, pickled and compressed
 
     @classmethod
     def of(cls, entry: Entry) -> EntryCard:
@@ -237,12 +238,13 @@ class EntryCard:
             tuple(name for name in OPTIONAL if not getattr(entry, name)),
             bool(entry.fix.code),
             hashlib.sha256(entry.model_dump_json().encode()).hexdigest(),
-            pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL),
+            # Compressed: a large site holds thousands of cards, and unpacking one costs less than 0.1 ms.
+            zlib.compress(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), 1),
         )
 
     def entry(self) -> Entry:
         """The whole entry."""
-        entry = pickle.loads(self.model)
+        entry = pickle.loads(zlib.decompress(self.model))
         assert isinstance(entry, Entry)
         return entry
 
@@ -273,36 +275,51 @@ def check_entry_file(item: tuple[str, bytes]) -> Checked:
     return check_entry(doc, found)
 
 
+def _read_and_check(item: tuple[str, Path]) -> tuple[bytes, Checked]:
+    """Read, parse and check one entry file; return a digest of the bytes checked, and what was found."""
+    display, path = item
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return b"", (None, [read_problem(display, exc)], frozenset(), PurePosixPath(display).stem)
+    return hashlib.sha256(raw).digest(), check_entry_file((display, raw))
+
+
 # Below this many entries to check, starting worker processes costs more than it saves.
 PARALLEL_MIN = 64
 
 
 def _check_entries(docs: list[Document], memo: Memo | None, jobs: int) -> list[Checked]:
-    """Check every entry document, parsing those left unparsed, over jobs processes; in document order."""
+    """Check every entry document, reading those still pending, over jobs processes; in document order.
+
+    A pending file is read in the worker that checks it, so the files' bytes are never all held at once;
+    with a memo, each is read here first, to find whether these very bytes were checked before.
+    """
     results: list[Checked | None] = [None] * len(docs)
     todo: list[int] = []
-    keys: dict[int, tuple[str, bytes]] = {}
     for i, doc in enumerate(docs):
-        if doc.raw is None:
+        if not doc.pending or doc.source is None:
             results[i] = check_entry(doc)
             continue
         if memo is not None:
-            keys[i] = memo.key(doc.path, doc.raw)
-            results[i] = memo.get(keys[i])
+            try:
+                results[i] = memo.get(memo.key(doc.path, doc.source.read_bytes()))
+            except OSError:
+                pass  # the worker reports it
         if results[i] is None:
             todo.append(i)
-    items = [(docs[i].path, docs[i].raw or b"") for i in todo]
+    items = [(docs[i].path, typing.cast(Path, docs[i].source)) for i in todo]
     if jobs > 1 and len(items) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            fresh = pool.map(check_entry_file, items, chunksize=16)
+            fresh = list(pool.imap(_read_and_check, items, chunksize=16))
     else:
-        fresh = [check_entry_file(item) for item in items]
-    for i, checked in zip(todo, fresh, strict=True):
+        fresh = [_read_and_check(item) for item in items]
+    for i, (digest, checked) in zip(todo, fresh, strict=True):
         results[i] = checked
-        if memo is not None:
-            memo.put(keys[i], checked)
+        if memo is not None and digest:
+            memo.put(memo.key(docs[i].path, digest, digested=True), checked)
     for doc in docs:
-        doc.raw = None  # checked: the bytes are not kept
+        doc.pending = False
     if memo is not None:
         memo.forget_unseen()
     return [r for r in results if r is not None]
