@@ -15,14 +15,22 @@ from generator.cache import PageCache, code_digest, package_digest
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
 from generator.errors import BuildError, Problem, StrictModeError
-from generator.index import build_signature_index
+from generator.index import signature_index
 from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import Rendered, Renderer, example_files, page_views, render_views
 from generator.search import SearchPlan, die_with_parent, index_search, search_plan
 from generator.validate import validate_sources
-from generator.write import copy_static, is_site, remove_pages_except, staging, write_files, write_pages
+from generator.write import (
+    copy_static,
+    is_site,
+    remove_pages_except,
+    staging,
+    write_files,
+    write_pages,
+    write_pieces,
+)
 
 # Templates and static assets ship beside the package; content may live anywhere.
 THEME = Path(__file__).resolve().parent.parent
@@ -96,7 +104,6 @@ def build(
     store = PageCache(cache_folder(out_dir) / "pages", salt) if cache else None
     plan = search_plan(views, catalog.site.language, keyed=cache)
     files: dict[str, str | bytes] = {
-        **build_signature_index(catalog),
         **build_crawl_files(catalog, [view.path for view in views]),
         **example_files(catalog),
         "static/pygments.css": pygments_css(),
@@ -107,6 +114,7 @@ def build(
         # Only what changed, file by file, while the server reads the folder.
         copy_static(theme / "static", out_dir)
         write_files(out_dir, files, atomic=True)
+        write_pieces(out_dir, signature_index(catalog), atomic=True)
         fresh = render_views(renderer, views, store, jobs or _cores(), rendered.append, written=store.site())
         deque(write_pages(out_dir, _except(fresh, keep, skipped), atomic=True), maxlen=0)
         remove_pages_except(out_dir, {view.path for view in views})
@@ -119,6 +127,7 @@ def build(
             try:
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
+                write_pieces(stage, signature_index(catalog))
                 pages = render_views(renderer, views, store, jobs or _cores(), rendered.append)
                 deque(write_pages(stage, pages), maxlen=0)
             finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from generator.contract import (
@@ -20,7 +21,7 @@ from generator.link import Catalog
 from generator.patterns import required_literal
 from generator.schema import Entry, entry_json_schema, hub_json_schema
 
-__all__ = ["API_DIR", "build_signature_index", "json_schemas"]
+__all__ = ["API_DIR", "build_signature_index", "json_schemas", "signature_index"]
 
 
 def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
@@ -93,43 +94,60 @@ def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
     return records
 
 
+ENTRIES = f"{API_DIR}/entries.json"
+SIGNATURES = f"{API_DIR}/signatures.jsonl"
+
+
 def build_signature_index(catalog: Catalog) -> dict[str, str]:
     """Return the files of api/v1/ (path to text): entries.json, signatures.jsonl and the schemas."""
-    signatures: list[IndexSignature] = []
-    entries: list[IndexEntry] = []
+    files: dict[str, list[str]] = {}
+    for path, text in signature_index(catalog):
+        files.setdefault(path, []).append(text)
+    return {path: "".join(parts) for path, parts in files.items()}
+
+
+def signature_index(catalog: Catalog) -> Iterator[tuple[str, str]]:
+    """The files of api/v1/ as (path, text) pieces, to be written one after another, entry by entry.
+
+    Each entry's records are checked against the contract and given out before the next entry is read,
+    so a large site's index is never held whole, as models or as text.
+    """
+    head = _dump(EntriesIndex(schema_version=INDEX_VERSION, site=catalog.site.base_url, entries=[]).model_dump())
+    before, after = head.split('"entries": []', 1)
+    yield ENTRIES, before + '"entries": ['
+    first = True
+    yield SIGNATURES, ""
     for card in catalog.entries.values():
         entry = card.entry()
         own = _signatures(entry, catalog)
-        signatures.extend(own)
-        entries.append(
-            IndexEntry(
-                id=entry.id,
-                title=entry.title,
-                url=catalog.site.url(entry_path(entry.id)),
-                summary=entry.summary,
-                category=entry.category,
-                severity=entry.severity,
-                layer=entry.layer,
-                phase=entry.phase,
-                systems=[r.id for r in entry.systems],
-                tags=list(entry.tags),
-                collateral=bool(entry.collateral and entry.collateral.usually),
-                fix=entry.fix.summary,
-                verify=entry.verify.step,
-                related=catalog.related.get(entry.id, []),
-                signatures=[s.id for s in own],
-                fingerprint=[f.metric for f in entry.fingerprint],
-                updated=entry.updated.isoformat(),
-            )
+        # One compact object per line, so that grep finds a signature and prints everything about it.
+        yield SIGNATURES, "".join(json.dumps(s.model_dump(), ensure_ascii=False, sort_keys=True) + "\n" for s in own)
+        item = IndexEntry(
+            id=entry.id,
+            title=entry.title,
+            url=catalog.site.url(entry_path(entry.id)),
+            summary=entry.summary,
+            category=entry.category,
+            severity=entry.severity,
+            layer=entry.layer,
+            phase=entry.phase,
+            systems=[r.id for r in entry.systems],
+            tags=list(entry.tags),
+            collateral=bool(entry.collateral and entry.collateral.usually),
+            fix=entry.fix.summary,
+            verify=entry.verify.step,
+            related=catalog.related.get(entry.id, []),
+            signatures=[s.id for s in own],
+            fingerprint=[f.metric for f in entry.fingerprint],
+            updated=entry.updated.isoformat(),
         )
-    index = EntriesIndex(schema_version=INDEX_VERSION, site=catalog.site.base_url, entries=entries)
-    # One compact object per line, so that grep finds a signature and prints everything about it.
-    jsonl = "".join(json.dumps(s.model_dump(), ensure_ascii=False, sort_keys=True) + "\n" for s in signatures)
-    return {
-        f"{API_DIR}/entries.json": _dump(index.model_dump()),
-        f"{API_DIR}/signatures.jsonl": jsonl,
-        **{f"{API_DIR}/schema/{name}": _dump(schema) for name, schema in json_schemas().items()},
-    }
+        # As json.dumps(indent=2) nests it in the whole file: two levels in.
+        text = _dump(item.model_dump()).rstrip("\n").replace("\n", "\n    ")
+        yield ENTRIES, ("\n    " if first else ",\n    ") + text
+        first = False
+    yield ENTRIES, ("]" if first else "\n  ]") + after
+    for name, schema in json_schemas().items():
+        yield f"{API_DIR}/schema/{name}", _dump(schema)
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

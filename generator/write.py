@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from generator.errors import BuildError
 
@@ -27,6 +28,25 @@ def write_files(root: Path, files: dict[str, str | bytes], *, atomic: bool = Fal
         target.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8") if isinstance(content, str) else content
         _write(target, data, atomic)
+
+
+def write_pieces(root: Path, pieces: Iterable[tuple[str, str]], *, atomic: bool = False) -> None:
+    """Write (path, text) pieces under root, each appended to its file, so no file is held whole."""
+    opened: dict[str, tuple[Path, IO[str]]] = {}
+    try:
+        for relative, text in pieces:
+            if relative not in opened:
+                target = root / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_name(f".{target.name}.{os.getpid()}.part") if atomic else target
+                opened[relative] = (target, partial.open("w", encoding="utf-8", newline=""))
+            opened[relative][1].write(text)
+    finally:
+        for _target, handle in opened.values():
+            handle.close()
+    if atomic:
+        for target, handle in opened.values():
+            os.replace(handle.name, target)
 
 
 def write_pages(root: Path, pages: Iterable[tuple[str, bytes]], *, atomic: bool = False) -> Iterator[tuple[str, bytes]]:
