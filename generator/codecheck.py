@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import tomllib
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -45,27 +46,30 @@ def blocks(entry: Entry) -> Iterator[Block]:
         yield Block(("verify", "command"), v.language, v.command, tuple(v.context))
 
 
+def _binds(n: ast.AST) -> list[str]:
+    """Names one node binds."""
+    if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+        return [n.id]
+    if isinstance(n, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in n.names]
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [n.name]
+    if isinstance(n, ast.arg):
+        return [n.arg]
+    if isinstance(n, ast.ExceptHandler) and n.name:
+        return [n.name]
+    if isinstance(n, (ast.Global, ast.Nonlocal)):
+        return list(n.names)
+    if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+        return [n.name]
+    if isinstance(n, ast.MatchMapping) and n.rest:
+        return [n.rest]
+    return []
+
+
 def _bound_by(node: ast.AST) -> set[str]:
     """Names a statement or expression binds anywhere inside it."""
-    names: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            names.add(n.id)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in n.names)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(n.name)
-        elif isinstance(n, ast.arg):
-            names.add(n.arg)
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            names.add(n.name)
-        elif isinstance(n, (ast.Global, ast.Nonlocal)):
-            names.update(n.names)
-        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
-            names.add(n.name)
-        elif isinstance(n, ast.MatchMapping) and n.rest:
-            names.add(n.rest)
-    return names
+    return {name for n in ast.walk(node) for name in _binds(n)}
 
 
 def _loads(node: ast.AST) -> list[ast.Name]:
@@ -79,12 +83,23 @@ def python_problems(code: str, context: tuple[str, ...]) -> list[str]:
         compile(tree, "<fix>", "exec")
     except SyntaxError as e:
         return [f"does not compile: {e.msg} (line {e.lineno})"]
-    everywhere = KNOWN | {name.split(".")[0] for name in context} | _bound_by(tree)
+    # One breadth-first walk (ast.walk's order) finds what each top-level statement binds and every use.
+    binds: list[set[str]] = [set() for _ in tree.body]
+    uses: list[ast.Name] = []
+    queue: deque[tuple[ast.AST, int]] = deque((stmt, k) for k, stmt in enumerate(tree.body))
+    while queue:
+        node, k = queue.popleft()
+        binds[k].update(_binds(node))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            uses.append(node)
+        queue.extend((child, k) for child in ast.iter_child_nodes(node))
+    given = KNOWN | {name.split(".")[0] for name in context}
+    everywhere = given.union(*binds)
     missing: dict[str, int] = {}
     # Anything bound somewhere in the block may be used inside a function or loop body; at the top
     # level an assignment's value runs before its targets exist, so `sd = f(sd)` needs an earlier `sd`.
-    bound = KNOWN | {name.split(".")[0] for name in context}
-    for stmt in tree.body:
+    bound = set(given)
+    for stmt, names in zip(tree.body, binds, strict=True):
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
             inner = _bound_by(stmt.value)
             for n in _loads(stmt.value):
@@ -92,8 +107,8 @@ def python_problems(code: str, context: tuple[str, ...]) -> list[str]:
                     missing.setdefault(n.id, n.lineno)
             if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id not in bound:
                 missing.setdefault(stmt.target.id, stmt.lineno)
-        bound |= _bound_by(stmt)
-    for n in _loads(tree):
+        bound |= names
+    for n in uses:
         if n.id not in everywhere:
             missing.setdefault(n.id, n.lineno)
     return [
