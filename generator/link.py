@@ -301,18 +301,18 @@ def link_catalog(validated: Validated) -> Catalog:
     problems = list(validated.problems)
     _check_ids(validated, problems)
     _check_references(validated, problems)
-    # The signature checks cost the most and read only what _signature_key covers: a process that
-    # builds again (serve) skips them when that is as it was in a build they passed.
+    # The signature checks cost the most and read only what _signature_key covers: a build with a
+    # memo (serve's, or the one kept beside the output) skips them when that is as it was when they passed.
     key = _signature_key(validated)
     memo = validated.memo
-    if memo is None or key not in memo.passed:
+    if memo is None or not memo.passed(key):
         matchers = _check_signatures(validated, problems)
         _check_refinements(validated, problems, matchers)
         _check_wraps(validated, problems)
     if problems or validated.site is None or validated.tags is None:
         raise ContentError(problems)
     if memo is not None:
-        memo.passed = {key}
+        memo.passes(key)
 
     entries = {e.id: e for e, _ in sorted(validated.entries, key=lambda pair: pair[0].id)}
     by_tag: dict[str, list[str]] = defaultdict(list)

@@ -21,6 +21,7 @@ MAX_FILE_BYTES = 1 << 20  # an entry is a few pages of text; anything larger is 
 BOOLEAN_WORDS = {"yes", "no", "on", "off", "y", "n", "true", "false"}
 # Deeper nesting than any entry needs; it also keeps the walk far from Python's recursion limit.
 MAX_DEPTH = 32
+PASSED = "signatures-passed"  # in a memo's folder: the key of the signatures whose checks last passed
 # C0 controls and DEL (a double-quoted "\a" makes one): no page, feed or terminal should carry them.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -140,7 +141,7 @@ class Memo:
         self.kept: dict[tuple[str, bytes], Any] = {}
         self.folder, self.salt = folder, salt
         self._seen: set[tuple[str, bytes]] = set()
-        self.passed: set[str] = set()  # the key of the signatures of the last build whose checks passed
+        self._passed: str | None = None  # the key of the signatures of the last build whose checks passed
 
     def key(self, display: str, raw: bytes, digested: bool = False) -> tuple[str, bytes]:
         """The key of a file's findings: its name and a digest of its bytes (raw is that digest if digested)."""
@@ -171,6 +172,30 @@ class Memo:
         except (OSError, pickle.PicklingError):
             pass  # without a disk copy the next build checks the file again
 
+    def passed(self, key: str) -> bool:
+        """Whether the cross-entry signature checks passed on signatures whose key is key (under this code)."""
+        if self._passed is None and self.folder is not None:
+            try:
+                self._passed = (self.folder / PASSED).read_text(encoding="utf-8")
+            except OSError:
+                self._passed = ""
+        return self._passed == self._salted(key)
+
+    def passes(self, key: str) -> None:
+        """Record that the signature checks passed on signatures whose key is key."""
+        self._passed = self._salted(key)
+        if self.folder is not None:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                partial = self.folder / f"{PASSED}.{os.getpid()}.part"
+                partial.write_text(self._passed, encoding="utf-8")
+                os.replace(partial, self.folder / PASSED)
+            except OSError:
+                pass  # the next build runs the checks again
+
+    def _salted(self, key: str) -> str:
+        return f"{self.salt.hex()}:{key}"
+
     def _name(self, key: tuple[str, bytes]) -> str:
         return hashlib.sha256(self.salt + key[0].encode() + b"\0" + key[1]).hexdigest() + ".pickle"
 
@@ -184,7 +209,7 @@ class Memo:
         """Remove the disk copies of files the last load did not read."""
         if self.folder is None or not self.folder.is_dir():
             return
-        keep = {self._name(key) for key in self.kept}
+        keep = {self._name(key) for key in self.kept} | {PASSED}
         for path in self.folder.iterdir():
             if path.name not in keep:
                 path.unlink(missing_ok=True)

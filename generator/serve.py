@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import threading
 import time
 from dataclasses import replace
@@ -171,6 +172,7 @@ class _Rebuilder:
         self.more.set()
 
     def _rebuild_forever(self) -> None:
+        _yield_to_saves()
         while True:
             self.more.wait()
             self.more.clear()
@@ -233,6 +235,7 @@ class _Rebuilder:
     def _index_forever(self) -> None:
         # Only the shards holding changed documents are indexed again; an edit made meanwhile is indexed
         # on the next round.
+        _yield_to_saves()
         while True:
             self.wanted.wait()
             self.wanted.clear()
@@ -244,6 +247,18 @@ class _Rebuilder:
                 print("Search index updated.", flush=True)
             except TrainwreckError as exc:
                 print(f"error: the search index was not updated: {exc}", flush=True)
+
+
+def _yield_to_saves() -> None:
+    """Lower this thread's priority, and so that of the workers and Pagefind processes it starts.
+
+    The background rebuild and indexing use both cores for seconds on a large site; the page of an entry
+    just saved must not wait for them. Linux gives each thread a priority of its own.
+    """
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):
+        pass  # elsewhere they share the process's priority
 
 
 def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: bool = True) -> None:

@@ -158,3 +158,17 @@ def test_a_page_written_ahead_of_an_update_is_left_to_the_next_one(tmp_path: Pat
     build(root, served, search=False, theme=theme, memo=memo, update=True)
     build(root, clean, search=False, theme=theme, cache=False)
     assert _tree(served) == _tree(clean)
+
+
+def test_a_later_build_skips_signature_checks_only_for_the_signatures_they_passed(tmp_path: Path) -> None:
+    root, theme = _project(tmp_path)
+    out = tmp_path / "site"
+    build(root, out, search=False, theme=theme)  # the memo kept beside the output, as the CLI's
+    passed = cache_folder(out) / "sources" / "signatures-passed"
+    assert passed.is_file()
+    first, second = sorted((root / "entries").rglob("*.yaml"))[:2]
+    claimed = yaml.safe_load(first.read_text(encoding="utf-8"))["signatures"][0]
+    _edit_yaml(second, lambda d: d["signatures"].append(dict(claimed, refines=[])))
+    with pytest.raises(ContentError) as caught:
+        build(root, out, search=False, theme=theme)
+    assert any("is already claimed by entry" in p.message for p in caught.value.problems)
