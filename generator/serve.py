@@ -6,8 +6,10 @@ import functools
 import http.server
 import json
 import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -261,10 +263,24 @@ def _yield_to_saves() -> None:
         pass  # elsewhere they share the process's priority
 
 
+def _saved_since(paths: list[Path], since_ns: int) -> Iterator[str]:
+    """The files under paths modified since a time."""
+    for path in paths:
+        for file in path.rglob("*") if path.is_dir() else [path]:
+            try:
+                if file.is_file() and file.stat().st_mtime_ns >= since_ns:
+                    yield str(file)
+            except OSError:
+                continue
+
+
 def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: bool = True) -> None:
     """Build once, then serve out_dir until interrupted, rebuilding on change."""
+    # The saved entry's page and the background rebuild share one interpreter: hand it over often.
+    sys.setswitchinterval(0.001)
     changes = Changes()
     rebuilder = _Rebuilder(root, out_dir, changes)
+    began = time.time_ns()
     prefix = rebuilder.first()
     events = None
     if watch:
@@ -272,10 +288,12 @@ def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: boo
 
         paths = [root / p for p in WATCHED if (root / p).exists()]
         # A short step: the change is handed over 10 ms after the editor's last write. The first
-        # (timeout) answer says the watcher is listening; an edit saved during the first build is
-        # then caught by one more rebuild, before the site is served.
+        # (timeout) answer says the watcher is listening; a file saved since the first build began is
+        # then rebuilt, before the site is served.
         events = watch_changes(*paths, step=10, yield_on_timeout=True, rust_timeout=50)
-        rebuilder.changed({path for _change, path in next(events)})
+        early = {path for _change, path in next(events)} | set(_saved_since(paths, began))
+        if early:
+            rebuilder.changed(early)
     # The handler resolves the folder per request, so it follows each atomic swap.
     handler_class = type("Handler", (_Handler,), {"prefix": prefix, "changes": changes, "live": live and watch})
     handler = functools.partial(handler_class, directory=str(out_dir))
