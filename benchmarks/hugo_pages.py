@@ -81,9 +81,9 @@ def page(entry: dict) -> str:
     parts += ["## Fix", "", fix.get("summary", ""), ""]
     for block in fix.get("code", []):
         parts += [
-            f"### {block.get('title', 'Code')}",
+            f"### {block.get('stack', 'Code')}",
             "",
-            f"```{block.get('lang', 'text')}",
+            f"```{block.get('language', 'text')}",
             block["code"].rstrip(),
             "```",
         ]

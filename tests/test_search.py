@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 from bs4 import BeautifulSoup
 
 from generator import search
@@ -16,6 +14,7 @@ from generator.build import build, cache_folder, load_catalog
 from generator.render import Renderer, page_views
 from generator.search import SearchRecord, search_records, shards
 from tests.conftest import CORPUS, ROOT
+from tests.test_incremental import _edit_yaml, _project, _tree
 
 
 def _records(root: Path) -> dict[str, SearchRecord]:
@@ -31,10 +30,6 @@ def _fragments(bundle: Path) -> list[dict]:
         assert raw.startswith(b"pagefind_dcd")
         found.append(json.loads(raw[len(b"pagefind_dcd") :]))
     return found
-
-
-def _tree(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_an_entry_is_searched_by_its_words_and_filtered_by_its_facets() -> None:
@@ -113,13 +108,7 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(search, "SHARD_PAGES", 60)  # the shipped entries and hubs in several shards
-    root = tmp_path / "project"
-    root.mkdir()
-    for name in ("site.yaml", "tags.yaml", "entries", "hubs"):
-        source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, root / name)
-    for example in yaml.safe_load((ROOT / "site.yaml").read_text(encoding="utf-8")).get("examples", []):
-        shutil.copytree(ROOT / example["case"], root / example["case"])
+    root, _theme = _project(tmp_path)
     warm, clean = tmp_path / "warm", tmp_path / "clean"
 
     first = build(root, warm)
@@ -127,9 +116,7 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     assert count >= 5 and first.indexed == count
     assert build(root, warm).indexed == 0
     entry = next((root / "entries").rglob("cuda-oom.yaml"))
-    data = yaml.safe_load(entry.read_text(encoding="utf-8"))
-    data["summary"] = "Searchableword " + data["summary"]
-    entry.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    _edit_yaml(entry, lambda d: d.update(summary="Searchableword " + d["summary"]))
     again = build(root, warm)
     assert again.indexed == 1
     build(root, clean, cache=False)
