@@ -15,7 +15,7 @@ from generator.cache import PageCache, code_digest, package_digest
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
 from generator.errors import BuildError, Problem, StrictModeError
-from generator.index import signature_index
+from generator.index import KeptRecords, write_signature_index
 from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
@@ -29,7 +29,6 @@ from generator.write import (
     staging,
     write_files,
     write_pages,
-    write_pieces,
 )
 
 # Templates and static assets ship beside the package; content may live anywhere.
@@ -103,6 +102,7 @@ def build(
     salt = code_digest(theme / "templates", [catalog.site])
     store = PageCache(cache_folder(out_dir) / "pages", salt) if cache else None
     plan = search_plan(views, catalog.site.language, keyed=cache)
+    records = KeptRecords(cache_folder(out_dir) / "records.pickle", package_digest()) if cache else None
     files: dict[str, str | bytes] = {
         **build_crawl_files(catalog, [view.path for view in views]),
         **example_files(catalog),
@@ -114,25 +114,27 @@ def build(
         # Only what changed, file by file, while the server reads the folder.
         copy_static(theme / "static", out_dir)
         write_files(out_dir, files, atomic=True)
-        write_pieces(out_dir, signature_index(catalog), atomic=True)
+        write_signature_index(out_dir, catalog, records, atomic=True)
         fresh = render_views(renderer, views, store, jobs or _cores(), rendered.append, written=store.site())
         deque(write_pages(out_dir, _except(fresh, keep, skipped), atomic=True), maxlen=0)
         remove_pages_except(out_dir, {view.path for view in views})
     else:
-        # Into a staging folder: Pagefind indexes the search documents while the pages are rendered over
-        # the cores and written as they come.
-        with staging(out_dir) as stage:
+        # Into a staging folder: Pagefind indexes the search documents and the signature index is written
+        # while the pages are rendered over the cores and written as they come.
+        with staging(out_dir, len(views)) as stage:
             kept = cache_folder(out_dir) / "search" if cache else None
             indexing = _Beside(index_search if search else None, stage, plan, kept, jobs or _cores())
+            signing = _Beside(write_signature_index, stage, catalog, records)
             try:
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
-                write_pieces(stage, signature_index(catalog))
                 pages = render_views(renderer, views, store, jobs or _cores(), rendered.append)
                 deque(write_pages(stage, pages), maxlen=0)
             finally:
                 indexing.join()
+                signing.join()
             indexed = indexing.result() or 0
+            signing.result()
     if store:
         # A page left as someone else wrote it is not recorded as this build's, so the next one writes it.
         store.site({view.path: store.key(view) for view in views if view.path not in skipped})

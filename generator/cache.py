@@ -20,12 +20,25 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from generator.render import PageView
+from generator.render import PageView, Shared
 from generator.validate import EntryCard
 
 PACKAGE = Path(__file__).resolve().parent
 # The libraries whose output is part of a page.
 RENDERING = ("jinja2", "markupsafe", "markdown-it-py", "mdurl", "pygments", "pydantic")
+
+
+END = b"</html>\n"  # how every page ends
+
+
+def _read_umask() -> int:
+    # Read once, at import: setting it to read it races with threads that create files.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _read_umask()
 
 
 class _Digester(pickle.Pickler):
@@ -42,6 +55,8 @@ class _Digester(pickle.Pickler):
             return _model, (type(obj).__name__, obj.model_dump_json())
         if isinstance(obj, EntryCard):
             return _model, ("EntryCard", obj.digest)  # the digest of the model every field comes from
+        if isinstance(obj, Shared):
+            return _model, (type(obj).__name__, obj.digest)  # taken once, for every page that holds it
         return NotImplemented
 
 
@@ -110,22 +125,23 @@ class PageCache:
             known = self._keys[view.path] = (view, digest([self.salt, view.path, view.template, view.context]))
         return known[1]
 
-    def has(self, key: str) -> bool:
-        """Whether key's page is kept (get still checks it is whole)."""
-        return (self.folder / f"{key}.html").is_file()
+    def file(self, key: str) -> Path | None:
+        """The file holding key's HTML, or None when it is missing or damaged.
 
-    def get(self, key: str) -> bytes | None:
-        """The cached HTML of key, or None when it is missing or damaged."""
+        Files are never changed in place, so a build hard-links them into its site instead of copying.
+        """
+        path = self.folder / f"{key}.html"
         try:
-            data = (self.folder / f"{key}.html").read_bytes()
+            with path.open("rb") as f:
+                # Every page ends with its closing tag: a file torn by a crash ends short of it.
+                f.seek(max(0, os.fstat(f.fileno()).st_size - len(END)))
+                whole = f.read() == END
         except OSError:
             return None
-        # Each file starts with the digest of the page it holds, so a torn write reads as missing.
-        check, html = data[:32], data[32:]
-        if hashlib.sha256(html).digest() != check:
+        if not whole:
             return None
         self.valid.add(key)
-        return html
+        return path
 
     def keep(self, key: str) -> None:
         """Keep key's page through this build's pruning without reading it."""
@@ -146,20 +162,24 @@ class PageCache:
             pass
         return pages
 
-    def put(self, key: str, html: bytes) -> None:
-        """Keep html under key; a cache that cannot be written only costs the next build time."""
+    def put(self, key: str, html: bytes) -> Path | None:
+        """Keep html under key and return its file; a cache that cannot be written only costs the next build time."""
         self.used.add(key)
+        path = self.folder / f"{key}.html"
         if key in self.valid:
-            return
+            return path
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd, partial = tempfile.mkstemp(dir=self.folder, suffix=".part")
             with os.fdopen(fd, "wb") as f:
-                f.write(hashlib.sha256(html).digest() + html)
-            os.replace(partial, self.folder / f"{key}.html")
+                f.write(html)
+            # The site's pages are links to these files, served as they are.
+            os.chmod(partial, 0o644 & ~UMASK)
+            os.replace(partial, path)
             self.valid.add(key)
         except OSError:
-            pass
+            return None
+        return path if html.endswith(END) else None
 
     def prune(self) -> None:
         """Remove the pages this build did not use, so the cache holds one site."""

@@ -6,7 +6,6 @@ from xml.sax.saxutils import escape
 
 from generator.contract import entry_path
 from generator.link import Catalog
-from generator.markup import plain_markdown
 
 FEED_ENTRIES = 50
 
@@ -59,7 +58,7 @@ def _feed(catalog: Catalog) -> str:
             f"    <id>{escape(url)}</id>",
             f"    <published>{e.added.isoformat()}T00:00:00Z</published>",
             f"    <updated>{e.updated.isoformat()}T00:00:00Z</updated>",
-            f"    <summary>{escape(plain_markdown(e.summary))}</summary>",
+            f"    <summary>{escape(e.description)}</summary>",
             *[f'    <category term="{escape(t)}"/>' for t in [e.category, *e.tags]],
             "  </entry>",
         ]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import pickle
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from generator.contract import (
@@ -20,8 +25,17 @@ from generator.contract import (
 from generator.link import Catalog
 from generator.patterns import required_literal
 from generator.schema import Entry, entry_json_schema, hub_json_schema
+from generator.validate import EntryCard
+from generator.write import write_pieces
 
-__all__ = ["API_DIR", "build_signature_index", "json_schemas", "signature_index"]
+__all__ = [
+    "API_DIR",
+    "KeptRecords",
+    "build_signature_index",
+    "json_schemas",
+    "signature_index",
+    "write_signature_index",
+]
 
 
 def _signatures(entry: Entry, catalog: Catalog) -> list[IndexSignature]:
@@ -106,11 +120,65 @@ def build_signature_index(catalog: Catalog) -> dict[str, str]:
     return {path: "".join(parts) for path, parts in files.items()}
 
 
-def signature_index(catalog: Catalog) -> Iterator[tuple[str, str]]:
+class KeptRecords:
+    """Each entry's index text from the last build, by a digest of all it is made from, kept in one file.
+
+    An entry's records read only the entry, the site's address and its related entries; a build that
+    changed one entry makes one entry's records and reads the rest back.
+    """
+
+    def __init__(self, file: Path | None, salt: bytes) -> None:
+        self.file, self.salt = file, salt
+        self.kept: dict[bytes, bytes] = {}
+        self.used: dict[bytes, bytes] = {}
+        if file is None:
+            return
+        try:
+            with file.open("rb") as f:
+                found = pickle.load(f)
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError):
+            return  # none, or damaged: every entry's records are made afresh
+        if isinstance(found, tuple) and len(found) == 2 and found[0] == salt and isinstance(found[1], dict):
+            self.kept = found[1]
+
+    def key(self, card: EntryCard, catalog: Catalog) -> bytes:
+        """What an entry's records are made from, as a digest."""
+        made_from = [card.digest, catalog.site.base_url, *catalog.related.get(card.id, [])]
+        return hashlib.sha256("\0".join(made_from).encode()).digest()
+
+    def get(self, key: bytes) -> tuple[str, str] | None:
+        """The (signature lines, entries.json item) kept under key."""
+        packed = self.kept.get(key)
+        if packed is None:
+            return None
+        self.used[key] = packed
+        lines, _, item = zlib.decompress(packed).decode("utf-8", "surrogatepass").partition("\0")
+        return lines, item
+
+    def put(self, key: bytes, lines: str, item: str) -> None:
+        """Keep an entry's records under key."""
+        self.used[key] = zlib.compress(f"{lines}\0{item}".encode("utf-8", "surrogatepass"), 1)
+
+    def save(self) -> None:
+        """Write the records this build used, and only those; a cache that cannot be written costs time only."""
+        if self.file is None:
+            return
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.file.with_name(f".{self.file.name}.{os.getpid()}.part")
+            with partial.open("wb") as f:
+                pickle.dump((self.salt, self.used), f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(partial, self.file)
+        except OSError:
+            pass
+
+
+def signature_index(catalog: Catalog, kept: KeptRecords | None = None) -> Iterator[tuple[str, str]]:
     """The files of api/v1/ as (path, text) pieces, to be written one after another, entry by entry.
 
     Each entry's records are checked against the contract and given out before the next entry is read,
-    so a large site's index is never held whole, as models or as text.
+    so a large site's index is never held whole, as models or as text. Given kept, the records of an
+    entry unchanged since the build that kept them are read back instead of made.
     """
     head = _dump(EntriesIndex(schema_version=INDEX_VERSION, site=catalog.site.base_url, entries=[]).model_dump())
     before, after = head.split('"entries": []', 1)
@@ -118,36 +186,52 @@ def signature_index(catalog: Catalog) -> Iterator[tuple[str, str]]:
     first = True
     yield SIGNATURES, ""
     for card in catalog.entries.values():
-        entry = card.entry()
-        own = _signatures(entry, catalog)
-        # One compact object per line, so that grep finds a signature and prints everything about it.
-        yield SIGNATURES, "".join(json.dumps(s.model_dump(), ensure_ascii=False, sort_keys=True) + "\n" for s in own)
-        item = IndexEntry(
-            id=entry.id,
-            title=entry.title,
-            url=catalog.site.url(entry_path(entry.id)),
-            summary=entry.summary,
-            category=entry.category,
-            severity=entry.severity,
-            layer=entry.layer,
-            phase=entry.phase,
-            systems=[r.id for r in entry.systems],
-            tags=list(entry.tags),
-            collateral=bool(entry.collateral and entry.collateral.usually),
-            fix=entry.fix.summary,
-            verify=entry.verify.step,
-            related=catalog.related.get(entry.id, []),
-            signatures=[s.id for s in own],
-            fingerprint=[f.metric for f in entry.fingerprint],
-            updated=entry.updated.isoformat(),
-        )
-        # As json.dumps(indent=2) nests it in the whole file: two levels in.
-        text = _dump(item.model_dump()).rstrip("\n").replace("\n", "\n    ")
-        yield ENTRIES, ("\n    " if first else ",\n    ") + text
+        key = kept.key(card, catalog) if kept else b""
+        found = kept.get(key) if kept else None
+        lines, item = found or _records(card.entry(), catalog)
+        if kept and found is None:
+            kept.put(key, lines, item)
+        yield SIGNATURES, lines
+        yield ENTRIES, ("\n    " if first else ",\n    ") + item
         first = False
     yield ENTRIES, ("]" if first else "\n  ]") + after
     for name, schema in json_schemas().items():
         yield f"{API_DIR}/schema/{name}", _dump(schema)
+
+
+def _records(entry: Entry, catalog: Catalog) -> tuple[str, str]:
+    """An entry's lines of signatures.jsonl and its item of entries.json."""
+    own = _signatures(entry, catalog)
+    # One compact object per line, so that grep finds a signature and prints everything about it.
+    lines = "".join(json.dumps(s.model_dump(), ensure_ascii=False, sort_keys=True) + "\n" for s in own)
+    item = IndexEntry(
+        id=entry.id,
+        title=entry.title,
+        url=catalog.site.url(entry_path(entry.id)),
+        summary=entry.summary,
+        category=entry.category,
+        severity=entry.severity,
+        layer=entry.layer,
+        phase=entry.phase,
+        systems=[r.id for r in entry.systems],
+        tags=list(entry.tags),
+        collateral=bool(entry.collateral and entry.collateral.usually),
+        fix=entry.fix.summary,
+        verify=entry.verify.step,
+        related=catalog.related.get(entry.id, []),
+        signatures=[s.id for s in own],
+        fingerprint=[f.metric for f in entry.fingerprint],
+        updated=entry.updated.isoformat(),
+    )
+    # As json.dumps(indent=2) nests it in the whole file: two levels in.
+    return lines, _dump(item.model_dump()).rstrip("\n").replace("\n", "\n    ")
+
+
+def write_signature_index(root: Path, catalog: Catalog, kept: KeptRecords | None, *, atomic: bool = False) -> None:
+    """Write the files of api/v1/ under root, and keep each entry's records for the next build."""
+    write_pieces(root, signature_index(catalog, kept), atomic=atomic)
+    if kept:
+        kept.save()
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from generator.markup import plain_markdown, plain_text
+from generator.markup import plain_text
 from generator.schema import Hub, SiteConfig
 from generator.taxonomy import SYSTEMS
 from generator.validate import EntryCard
@@ -26,7 +26,7 @@ def entry_article(entry: EntryCard, site: SiteConfig, path: str, tag_titles: lis
         "@context": CONTEXT,
         "@type": "TechArticle",
         "headline": entry.title,
-        "description": plain_markdown(entry.summary),
+        "description": entry.description,
         "url": site.url(path),
         "datePublished": entry.added.isoformat(),
         "dateModified": entry.updated.isoformat(),

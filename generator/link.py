@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import heapq
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
+from operator import itemgetter
 from pathlib import PurePosixPath
 
 from generator.errors import ContentError, Problem
@@ -273,12 +273,12 @@ def _rank_related(entries: dict[str, EntryCard], by_category: dict[str, list[str
     for entry in entries.values():
         chosen = list(entry.related)
         wanted = max(RELATED_LIMIT, len(chosen)) - len(chosen)
-        shared: Counter[str] = Counter()
-        for tag in set(entry.tags):
-            shared.update(members[(entry.category, tag)])
+        shared = Counter(chain.from_iterable(members[(entry.category, tag)] for tag in set(entry.tags)))
         skip = {entry.id, *chosen}
-        ranked = heapq.nsmallest(wanted + len(skip), ((-n, o) for o, n in shared.items()))
-        picked = [o for _, o in ranked if o not in skip][:wanted]
+        # Most shared tags first, ties by id: two stable sorts, which run in C, where a heap of
+        # (-count, id) pairs built in Python cost most of linking at 10,000 entries.
+        ranked = sorted(sorted(shared.items()), key=itemgetter(1), reverse=True)[: wanted + len(skip)]
+        picked = [o for o, _ in ranked if o not in skip][:wanted]
         if len(picked) < wanted:
             skip.update(picked)
             picked += islice((o for o in sorted_ids[entry.category] if o not in skip), wanted - len(picked))

@@ -129,12 +129,6 @@ def plain_text(html_text: str) -> str:
     return re.sub(r"\s+", " ", html.unescape(_TAG.sub(" ", joined))).strip()
 
 
-@lru_cache(maxsize=1 << 14)  # a summary is read by its page and every list that shows it
-def plain_markdown(text: str) -> str:
-    """Return one line of inline Markdown as plain text, for meta descriptions, JSON-LD and feeds."""
-    return plain_text(render_inline(text))
-
-
 def pygments_css() -> str:
     """Return the highlighting styles for light and dark mode."""
     light = HtmlFormatter(style="default").get_style_defs(".code")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -21,7 +23,6 @@ from generator.markup import (
     breakable,
     highlight_code,
     outline,
-    plain_markdown,
     render_inline,
     render_markdown,
     show_controls,
@@ -59,17 +60,53 @@ class Page:
     indexable: bool = True
 
 
+class Shared:
+    """Data that many pages hold: a page's cache key takes it by this digest, made once, not by its content."""
+
+    @cached_property
+    def digest(self) -> str:
+        """A digest of the content (the repr of plain data, which names every field and quotes every string)."""
+        return hashlib.sha256(repr(self).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 @dataclass(frozen=True)
-class EntryRow:
+class EntryRow(Shared):
     """An entry as listed on index, tag, category, system and hub pages."""
 
     id: str
     title: str
-    summary: str
+    summary: Markup  # rendered from Markdown
     category: str
     category_name: str
     severity: str
     systems: list[str]
+
+
+@dataclass(frozen=True)
+class Shelf(Shared):
+    """A category's (id, title) pairs in title order, which the pages of all its entries share."""
+
+    items: tuple[tuple[str, str], ...]
+
+    def position(self, entry_id: str) -> int:
+        """Where an entry stands on the shelf."""
+        return self._positions[entry_id]
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {entry_id: k for k, (entry_id, _) in enumerate(self.items)}
+
+
+@dataclass(frozen=True)
+class Window:
+    """Part of a shelf, items start to stop, iterated as its (id, title) pairs."""
+
+    shelf: Shelf
+    start: int
+    stop: int
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self.shelf.items[self.start : self.stop])
 
 
 @dataclass(frozen=True)
@@ -86,7 +123,7 @@ class EntryPageContext:
     systems: list[tuple[str, str, str | None]]
     tags: list[tuple[str, str]]
     hubs: list[tuple[str, str]]
-    siblings: list[tuple[str, str]]  # the category's entries by title, for the side navigation
+    siblings: Window  # the category's entries by title, for the side navigation
 
 
 @dataclass(frozen=True)
@@ -221,7 +258,6 @@ class Renderer:
         self.catalog = catalog
         self.site = catalog.site
         self.env = _environment(templates)
-        self._by_title: dict[str, list[tuple[str, str]]] = {}
         self.env.globals.update(
             site=self.site,
             path=self.site.path,
@@ -234,15 +270,32 @@ class Renderer:
             system_name=lambda sid: SYSTEMS[sid].name,
         )
 
+    @property
+    def catalog(self) -> Catalog:
+        """The content rendered; setting another (as serve does for a saved entry) forgets what was made of this."""
+        return self._catalog
+
+    @catalog.setter
+    def catalog(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._by_title: dict[str, Shelf] = {}
+        self._rows: dict[str, EntryRow] = {}
+
     # -- shared pieces -------------------------------------------------------------------------
 
     def row(self, entry_id: str) -> EntryRow:
-        """Return the listing row of an entry."""
+        """Return the listing row of an entry: one object, shared by every page that lists it."""
+        row = self._rows.get(entry_id)
+        if row is None:
+            row = self._rows[entry_id] = self._make_row(entry_id)
+        return row
+
+    def _make_row(self, entry_id: str) -> EntryRow:
         e = self.catalog.entries[entry_id]
         return EntryRow(
             e.id,
             e.title,
-            e.summary,
+            Markup(e.summary_html),
             e.category,
             CATEGORIES[e.category].name,
             e.severity,
@@ -298,7 +351,7 @@ class Renderer:
         page = self._page(
             path,
             entry.title,
-            plain_markdown(entry.summary),
+            entry.description,
             [
                 ("All failures", "failures/"),
                 (CATEGORIES[entry.category].name, f"categories/{entry.category}/"),
@@ -326,18 +379,17 @@ class Renderer:
         )
         return self._view(path + "index.html", "entry.html", context)
 
-    def _siblings(self, entry: EntryCard) -> list[tuple[str, str]]:
+    def _siblings(self, entry: EntryCard) -> Window:
         """The category's entries by title around this one, at most SIDENAV_LIMIT: the rest are a click away."""
-        ordered = self._by_title.get(entry.category)
-        if ordered is None:
+        shelf = self._by_title.get(entry.category)
+        if shelf is None:
             ids = self.catalog.by_category[entry.category]
             ordered = sorted(((i, self.catalog.entries[i].title) for i in ids), key=lambda item: item[1].lower())
-            self._by_title[entry.category] = ordered
-        if len(ordered) <= SIDENAV_LIMIT:
-            return ordered
-        at = next(k for k, (i, _) in enumerate(ordered) if i == entry.id)
-        start = min(max(0, at - SIDENAV_LIMIT // 2), len(ordered) - SIDENAV_LIMIT)
-        return ordered[start : start + SIDENAV_LIMIT]
+            shelf = self._by_title[entry.category] = Shelf(tuple(ordered))
+        if len(shelf.items) <= SIDENAV_LIMIT:
+            return Window(shelf, 0, len(shelf.items))
+        start = min(max(0, shelf.position(entry.id) - SIDENAV_LIMIT // 2), len(shelf.items) - SIDENAV_LIMIT)
+        return Window(shelf, start, start + SIDENAV_LIMIT)
 
     def render_hub(self, hub: Hub) -> PageView:
         """Render /hubs/<id>/ with its comparison table in groups."""
@@ -567,7 +619,7 @@ def page_views(renderer: Renderer) -> list[PageView]:
 
 
 # Below this many pages to render, starting worker processes costs more than it saves.
-PARALLEL_MIN = 64
+PARALLEL_MIN = 8
 _WORK: tuple[Renderer, list[PageView]] | None = None  # what forked workers inherit
 
 
@@ -601,9 +653,10 @@ def render_views(
     on_render: Callable[[str], object] = lambda path: None,
     written: dict[str, str] | None = None,
 ) -> Iterator[Rendered]:
-    """Yield (path, HTML) of every view in order: from the cache where its key is there, else rendered.
+    """Yield (path, page) of every view in order: the cache's file where its key is there, else the rendered HTML.
 
-    Given written (path to key of the pages a folder holds), only the pages whose key differs are yielded.
+    A page is yielded as the cache file that holds it when there is one, for the writer to link rather than
+    copy. Given written (path to key of the pages a folder holds), only the pages whose key differs are yielded.
     """
     keys = [cache.key(view) for view in views] if cache else []
     if cache and written is not None:
@@ -611,31 +664,31 @@ def render_views(
         for i in set(range(len(views))) - set(changed):
             cache.keep(keys[i])
         views, keys = [views[i] for i in changed], [keys[i] for i in changed]
-    missing = [i for i in range(len(views)) if not cache or not cache.has(keys[i])]
-    fresh = _render_many(renderer, [views[i] for i in missing], jobs)
-    wanted = set(missing)
+    kept: dict[int, Path] = {}
+    if cache:
+        for i in range(len(views)):
+            found = cache.file(keys[i])
+            if found is not None:
+                kept[i] = found
+    fresh = _render_many(renderer, [view for i, view in enumerate(views) if i not in kept], jobs)
     for i, view in enumerate(views):
-        html = next(fresh) if i in wanted else None
-        if i in wanted:
-            on_render(view.path)
-        if cache:
-            if html is None:
-                html = cache.get(keys[i])
-            if html is None:  # removed since it was looked up: render it here
-                html = renderer.render(view).encode("utf-8")
-            cache.put(keys[i], html)
-        assert html is not None
-        yield view.path, html
+        if i in kept:
+            cache.keep(keys[i])  # type: ignore[union-attr]
+            yield view.path, kept[i]
+            continue
+        html = next(fresh)
+        on_render(view.path)
+        stored = cache.put(keys[i], html) if cache else None
+        yield view.path, stored or html
 
 
 class PageStore(Protocol):
     """Where rendered pages are kept between builds (generator/cache.py)."""
 
     def key(self, view: PageView) -> str: ...
-    def has(self, key: str) -> bool: ...
-    def get(self, key: str) -> bytes | None: ...
-    def put(self, key: str, html: bytes) -> None: ...
+    def file(self, key: str) -> Path | None: ...
+    def put(self, key: str, html: bytes) -> Path | None: ...
     def keep(self, key: str) -> None: ...
 
 
-Rendered = tuple[str, bytes]
+Rendered = tuple[str, bytes | Path]  # a page's HTML, or the cache file that holds it

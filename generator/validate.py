@@ -24,6 +24,7 @@ from generator.codecheck import problems as block_problems
 from generator.diagnose import rules
 from generator.errors import Problem
 from generator.load import Document, Example, Memo, Path_, Sources, parse_yaml, read_problem
+from generator.markup import plain_text, render_inline
 from generator.patterns import compile_signature, regex_problem
 from generator.schema import (
     ID_PATTERN,
@@ -201,6 +202,8 @@ class EntryCard:
     id: str
     title: str
     summary: str
+    summary_html: str  # the summary's Markdown rendered, as every list of entries shows it
+    description: str  # the summary as plain text, for meta descriptions, JSON-LD and the feed
     category: str
     severity: str
     systems: list[SystemRef]
@@ -220,10 +223,14 @@ class EntryCard:
     @classmethod
     def of(cls, entry: Entry) -> EntryCard:
         """The card of a validated entry."""
+        # Rendered here, in the process that checks the entry, and kept with it between builds.
+        summary_html = render_inline(entry.summary)
         return cls(
             entry.id,
             entry.title,
             entry.summary,
+            summary_html,
+            plain_text(summary_html),
             entry.category,
             entry.severity,
             entry.systems,

@@ -7,6 +7,7 @@ import errno
 import fcntl
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -49,16 +50,21 @@ def write_pieces(root: Path, pieces: Iterable[tuple[str, str]], *, atomic: bool 
             os.replace(handle.name, target)
 
 
-def write_pages(root: Path, pages: Iterable[tuple[str, bytes]], *, atomic: bool = False) -> Iterator[tuple[str, bytes]]:
-    """Write each page under root as it comes, and pass it on: no build holds the whole site in memory."""
+def write_pages(
+    root: Path, pages: Iterable[tuple[str, bytes | Path]], *, atomic: bool = False
+) -> Iterator[tuple[str, bytes | Path]]:
+    """Write each page under root as it comes (HTML, or a file to link), and pass it on: no build holds the site."""
     made: set[Path] = set()
-    for relative, html in pages:
+    for relative, page in pages:
         target = root / relative
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        _write(target, html, atomic)
-        yield relative, html
+        if isinstance(page, Path):
+            _link(page, target, atomic)
+        else:
+            _write(target, page, atomic)
+        yield relative, page
 
 
 def _write(target: Path, data: bytes, atomic: bool) -> None:
@@ -68,6 +74,16 @@ def _write(target: Path, data: bytes, atomic: bool) -> None:
     # In a folder being served: readers see the old file or the new one, never half of one.
     partial = target.with_name(f".{target.name}.{os.getpid()}.part")
     partial.write_bytes(data)
+    os.replace(partial, target)
+
+
+def _link(source: Path, target: Path, atomic: bool) -> None:
+    if not atomic:
+        link_file(source, target)
+        return
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    partial.unlink(missing_ok=True)
+    link_file(source, partial)
     os.replace(partial, target)
 
 
@@ -142,8 +158,12 @@ def _remove_leftovers(out_dir: Path) -> None:
 
 
 @contextmanager
-def staging(out_dir: Path) -> Iterator[Path]:
-    """Yield a temporary folder beside out_dir; on success swap it in, on failure remove it."""
+def staging(out_dir: Path, pages: int = 0) -> Iterator[Path]:
+    """Yield a temporary folder beside out_dir; on success swap it in, on failure remove it.
+
+    pages is about how many pages the site holds: the previous site, when large, is removed by a process
+    of its own after the new one is in place, rather than before the build returns.
+    """
     out_dir = out_dir.resolve()
     _check_replaceable(out_dir)
     try:
@@ -156,7 +176,7 @@ def staging(out_dir: Path) -> Iterator[Path]:
                 yield stage
                 (stage / MARKER).write_text("This folder is written by `trainwreck build`; it replaces it whole.\n")
                 os.chmod(stage, 0o755)
-                _swap(stage, out_dir)
+                _swap(stage, out_dir, remove=_remove_later if pages >= REMOVE_LATER else _remove_now)
             except BaseException:
                 shutil.rmtree(stage, ignore_errors=True)
                 raise
@@ -183,13 +203,40 @@ def exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(b))
 
 
-def _swap(stage: Path, out_dir: Path, rename: Callable[[Path, Path], object] = os.replace) -> None:
+# A site of this many pages takes seconds to remove (a folder per page); removing it does not hold up the build.
+REMOVE_LATER = 2000
+
+
+def _remove_now(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_later(path: Path) -> None:
+    """Remove a folder in a process of its own that outlives this one; what it leaves, the next build removes."""
+    try:
+        subprocess.Popen(
+            ["rm", "-rf", "--", os.fspath(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        _remove_now(path)
+
+
+def _swap(
+    stage: Path,
+    out_dir: Path,
+    rename: Callable[[Path, Path], object] = os.replace,
+    remove: Callable[[Path], object] = _remove_now,
+) -> None:
     if not out_dir.exists():
         rename(stage, out_dir)
         return
     if rename is os.replace and exchange(stage, out_dir):
         # One step: out_dir is the new site at every instant after it, and stage holds the old one.
-        shutil.rmtree(stage, ignore_errors=True)
+        remove(stage)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
     old.rmdir()
@@ -199,4 +246,4 @@ def _swap(stage: Path, out_dir: Path, rename: Callable[[Path, Path], object] = o
     except OSError:
         rename(old, out_dir)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    remove(old)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from pathlib import Path
@@ -114,6 +115,19 @@ def test_an_unchanged_rebuild_renders_nothing_and_the_cache_holds_one_site(tmp_p
     assert f"failures/{entry_id}/index.html" in third.rendered
     assert len(third.rendered) < first.pages // 4
     assert len(list((cache_folder(out) / "pages").iterdir())) == first.pages
+
+
+def test_pages_are_the_cache_files_linked_and_every_reader_may_read_them(tmp_path: Path) -> None:
+    root, theme = _project(tmp_path)
+    out = tmp_path / "site"
+    build(root, out, search=False, theme=theme)
+    again = build(root, out, search=False, theme=theme)
+    kept = {p.stat().st_ino for p in (cache_folder(out) / "pages").iterdir()}
+    pages = sorted(out.rglob("*.html"))
+    assert len(pages) == again.pages and {p.stat().st_ino for p in pages} == kept
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert {oct(p.stat().st_mode & 0o777) for p in pages} == {oct(0o644 & ~umask)}
 
 
 def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:

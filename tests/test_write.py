@@ -40,6 +40,21 @@ def test_leftovers_of_a_killed_build_are_removed_by_the_next(corpus: Path, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == [".elsewhere.tmp-keep", ".site.cache", "project", "site"]
 
 
+def test_a_large_previous_site_is_removed_after_the_build_returns(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    build(corpus, out, search=False)
+    monkeypatch.setattr(write, "REMOVE_LATER", 1)  # every site counts as large
+    (out / "from-the-first-build").write_text("old")
+    build(corpus, out, search=False)
+    assert (out / write.MARKER).is_file() and not (out / "from-the-first-build").exists()
+    deadline = time.monotonic() + 30
+    while sorted(p.name for p in tmp_path.iterdir()) != [".site.cache", "project", "site"]:
+        assert time.monotonic() < deadline, f"the old site was not removed: {sorted(tmp_path.iterdir())}"
+        time.sleep(0.05)
+
+
 def test_the_swap_is_one_exchange_where_the_file_system_has_it(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
