@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from generator.contract import entry_path
 from generator.link import Catalog
-from generator.markup import show_controls
+from generator.markup import render_link_list, show_controls
 from generator.schema import Entry
 from generator.taxonomy import CATEGORIES, SYSTEMS
 
@@ -21,6 +21,11 @@ class FaqItem:
 
     question: str
     answer: str
+    html: str | None = None  # the answer rendered, where writing its HTML costs less than parsing it
+
+
+# An answer: Markdown, or Markdown with its HTML.
+Answer = str | tuple[str, str]
 
 
 def article(word: str) -> str:
@@ -135,12 +140,16 @@ def _diagnose(entry: Entry, _: Catalog) -> str:
     )
 
 
-def _related(entry: Entry, catalog: Catalog) -> str | None:
+def _related(entry: Entry, catalog: Catalog) -> Answer | None:
     ids = catalog.related.get(entry.id, [])
     if not ids:
         return None
-    items = [f"[{catalog.entries[i].title}]({catalog.site.path(entry_path(i))})" for i in ids]
-    return "Check these next:\n\n" + _bullets(items)
+    return _links("Check these next:", [(catalog.entries[i].title, catalog.site.path(entry_path(i))) for i in ids])
+
+
+def _links(intro: str, links: list[tuple[str, str]]) -> Answer:
+    markdown = _bullets([f"[{label}]({url})" for label, url in links])
+    return (f"{intro}\n\n{markdown}" if intro else markdown), render_link_list(intro, links)
 
 
 def _recurrence(entry: Entry, _: Catalog) -> str | None:
@@ -171,10 +180,10 @@ def _fingerprint(entry: Entry, _: Catalog) -> str | None:
     return _bullets(items)
 
 
-def _documentation(entry: Entry, _: Catalog) -> str | None:
+def _documentation(entry: Entry, _: Catalog) -> Answer | None:
     if not entry.references:
         return None
-    return _bullets([f"[{r.title}]({r.url})" for r in entry.references])
+    return _links("", [(r.title, r.url) for r in entry.references])
 
 
 def _code_examples(entry: Entry, _: Catalog) -> str | None:
@@ -184,7 +193,7 @@ def _code_examples(entry: Entry, _: Catalog) -> str | None:
     return "Yes, in the fix section, for:\n\n" + _bullets(stacks)
 
 
-QUESTIONS: list[tuple[str, Callable[[Entry, Catalog], str | None]]] = [
+QUESTIONS: list[tuple[str, Callable[[Entry, Catalog], Answer | None]]] = [
     ("How does this failure show up in production?", _production),
     ("Is it a hardware or a software problem?", _layer),
     ("How long does it take to fix?", _time_to_fix),
@@ -205,6 +214,8 @@ def expand_faq(entry: Entry, catalog: Catalog) -> list[FaqItem]:
     items = []
     for question, answer_of in QUESTIONS:
         answer = answer_of(entry, catalog)
-        if answer:
+        if isinstance(answer, tuple):
+            items.append(FaqItem(question, *answer))
+        elif answer:
             items.append(FaqItem(question, answer))
     return items

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 from markdown_it.token import Token
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -64,9 +65,40 @@ def render_markdown(text: str) -> str:
     return str(_parser().render(text))
 
 
+# The characters that open an inline rule of the parser as configured (escape, code, strikethrough,
+# emphasis, link, image, autolink, entity, line break) or that it normalises.
+_INLINE_SYNTAX = re.compile(r"[\\`~*_\[!<&\n\r\0]")
+
+
 def render_inline(text: str) -> str:
     """Render one line of Markdown without wrapping it in a paragraph."""
+    if not _INLINE_SYNTAX.search(text):
+        return breakable(text)  # one text token, as the parser would make it (tests compare the two)
     return str(_parser().renderInline(text))
+
+
+# A link the list below can write itself: a label markdown-it reads as the same inline text on its own,
+# a destination without spaces, brackets or angle brackets.
+_PLAIN_LABEL = re.compile(r"[^\[\]\\<\n\r]+")
+_PLAIN_DESTINATION = re.compile(r"[^\s()<>\\]+")
+
+
+def render_link_list(intro: str, links: list[tuple[str, str]]) -> str:
+    """Render `intro` and a bulleted list of (label, URL) links, as render_markdown renders their Markdown.
+
+    Parsing a list of links is the costliest Markdown a page has; this writes the same HTML directly
+    (tests compare the two), and parses only links it cannot write the same.
+    """
+    md = _parser()
+    if not all(
+        _PLAIN_LABEL.fullmatch(label) and _PLAIN_DESTINATION.fullmatch(url) and md.validateLink(url)
+        for label, url in links
+    ):
+        return render_markdown(f"{intro}\n\n" + "\n".join(f"- [{label}]({url})" for label, url in links))
+    items = "".join(
+        f'<li><a href="{escapeHtml(md.normalizeLink(url))}">{render_inline(label)}</a></li>\n' for label, url in links
+    )
+    return f"{render_markdown(intro)}<ul>\n{items}</ul>\n"
 
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

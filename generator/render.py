@@ -331,7 +331,10 @@ class Renderer:
         if not isinstance(context, EntryPageContext) or isinstance(context.entry, Entry):
             return context
         entry = context.entry.entry()
-        faq_html = [(item.question, Markup(render_markdown(item.answer))) for item in expand_faq(entry, self.catalog)]
+        faq_html = [
+            (item.question, Markup(item.html if item.html is not None else render_markdown(item.answer)))
+            for item in expand_faq(entry, self.catalog)
+        ]
         page = context.page
         if faq_html:
             data = list(page.jsonld)

@@ -6,7 +6,7 @@ import pytest
 
 from generator.build import load_catalog
 from generator.faq import article, expand_faq
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, ROOT
 
 
 @pytest.mark.parametrize(
@@ -77,3 +77,35 @@ def test_missing_fields_leave_questions_out() -> None:
         "Does trainwreck diagnose detect it automatically?",
         "Which metric fingerprints it?",
     ]
+
+
+def test_answers_written_as_html_match_their_markdown_rendered_for_every_shipped_entry() -> None:
+    from generator.markup import render_markdown
+
+    catalog = load_catalog(ROOT)
+    written = 0
+    for card in catalog.entries.values():
+        for item in expand_faq(card.entry(), catalog):
+            if item.html is not None:
+                written += 1
+                assert item.html == render_markdown(item.answer), (card.id, item.question)
+    assert written > len(catalog.entries), "the related and documentation answers are written directly"
+
+
+@pytest.mark.parametrize(
+    "links",
+    [
+        [("A `b_c` & d \"q\" *e* <f>", "/x/y/")],
+        [("Ü ' é", "https://example.com/ä?q=1&r=2'")],
+        [("[bracketed]", "/x/"), ("back\\slash", "/y/")],
+        [("spaced", "/x y/"), ("paren", "/x(1)/")],
+        [("script", "javascript:alert(1)")],
+        [("_under_ **strong** ~~gone~~", "https://example.com/#frag")],
+    ],
+)
+def test_a_link_list_renders_as_its_markdown_does(links: list[tuple[str, str]]) -> None:
+    from generator.markup import render_link_list, render_markdown
+
+    for intro in ("", "Check these next:"):
+        markdown = "\n".join(f"- [{label}]({url})" for label, url in links)
+        assert render_link_list(intro, links) == render_markdown(f"{intro}\n\n{markdown}" if intro else markdown)

@@ -1,0 +1,46 @@
+"""The Markdown that pages write without the parser renders exactly as the parser renders it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import yaml
+
+from generator.markup import _parser, render_inline
+from tests.conftest import ROOT
+
+# Characters that open no inline rule, among some that do, and the whitespace the renderer splits on.
+ALPHABET = "ab_Z09 .,:;#$%+-=>@]^{}|'\"/()?é\u2028\t*`[<&!~\\\n"
+
+
+def _parsed(text: str) -> str:
+    return str(_parser().renderInline(text))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_lines_render_as_the_parser_renders_them(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(2500):
+        text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 40)))
+        assert render_inline(text) == _parsed(text), repr(text)
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_every_line_of_the_shipped_entries_renders_as_the_parser_renders_it() -> None:
+    plain = 0
+    for path in sorted((ROOT / "entries").rglob("*.yaml")):
+        for text in _strings(yaml.safe_load(path.read_text(encoding="utf-8"))):
+            for line in text.splitlines():
+                assert render_inline(line) == _parsed(line), (path.name, line)
+                plain += "`" not in line and "*" not in line
+    assert plain > 1000, "the corpus has plain lines to compare"
