@@ -62,6 +62,10 @@ def _text(self: object, tokens: list[Token], idx: int, options: object, env: obj
 
 def render_markdown(text: str) -> str:
     """Render a Markdown block to HTML."""
+    if text[:1].isalpha() and "\n" not in text and "\r" not in text:
+        # One line that opens no block (a list, heading, quote, fence, table or indented code starts
+        # otherwise): a paragraph of its inline text, as the parser would make it (tests compare the two).
+        return f"<p>{render_inline(text.strip())}</p>\n"
     return str(_parser().render(text))
 
 

@@ -7,7 +7,7 @@ import random
 import pytest
 import yaml
 
-from generator.markup import _parser, render_inline
+from generator.markup import _parser, render_inline, render_markdown
 from tests.conftest import ROOT
 
 # Characters that open no inline rule, among some that do, and the whitespace the renderer splits on.
@@ -44,3 +44,17 @@ def test_every_line_of_the_shipped_entries_renders_as_the_parser_renders_it() ->
                 assert render_inline(line) == _parsed(line), (path.name, line)
                 plain += "`" not in line and "*" not in line
     assert plain > 1000, "the corpus has plain lines to compare"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_paragraphs_render_as_the_parser_renders_them(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(2500):
+        text = rng.choice("aZé") + "".join(rng.choice(ALPHABET + "\r\x00   ") for _ in range(rng.randint(0, 40)))
+        assert render_markdown(text) == str(_parser().render(text)), repr(text)
+
+
+def test_every_field_of_the_shipped_entries_renders_as_the_parser_renders_it() -> None:
+    for path in sorted((ROOT / "entries").rglob("*.yaml")):
+        for text in _strings(yaml.safe_load(path.read_text(encoding="utf-8"))):
+            assert render_markdown(text) == str(_parser().render(text)), (path.name, text)
