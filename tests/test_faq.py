@@ -95,7 +95,7 @@ def test_answers_written_as_html_match_their_markdown_rendered_for_every_shipped
 @pytest.mark.parametrize(
     "links",
     [
-        [("A `b_c` & d \"q\" *e* <f>", "/x/y/")],
+        [('A `b_c` & d "q" *e* <f>', "/x/y/")],
         [("Ü ' é", "https://example.com/ä?q=1&r=2'")],
         [("[bracketed]", "/x/"), ("back\\slash", "/y/")],
         [("spaced", "/x y/"), ("paren", "/x(1)/")],
