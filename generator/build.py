@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +115,7 @@ def build(
         write_files(out_dir, files, atomic=True)
         write_signature_index(out_dir, catalog, records, atomic=True)
         fresh = render_views(renderer, views, store, jobs or _cores(), rendered.append, written=store.site())
-        deque(write_pages(out_dir, _except(fresh, keep, skipped), atomic=True), maxlen=0)
+        write_pages(out_dir, _except(fresh, keep, skipped), atomic=True)
         remove_pages_except(out_dir, {view.path for view in views})
     else:
         # Into a staging folder: Pagefind indexes the search documents and the signature index is written
@@ -129,7 +128,7 @@ def build(
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
                 pages = render_views(renderer, views, store, jobs or _cores(), rendered.append)
-                deque(write_pages(stage, pages), maxlen=0)
+                write_pages(stage, pages)
             finally:
                 indexing.join()
                 signing.join()

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import pickle
-import tempfile
 from collections.abc import Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +21,7 @@ from pydantic import BaseModel
 
 from generator.render import PageView, Shared
 from generator.validate import EntryCard
+from generator.write import replace_file
 
 PACKAGE = Path(__file__).resolve().parent
 # The libraries whose output is part of a page.
@@ -29,16 +29,6 @@ RENDERING = ("jinja2", "markupsafe", "markdown-it-py", "mdurl", "pygments", "pyd
 
 
 END = b"</html>\n"  # how every page ends
-
-
-def _read_umask() -> int:
-    # Read once, at import: setting it to read it races with threads that create files.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-UMASK = _read_umask()
 
 
 class _Digester(pickle.Pickler):
@@ -126,7 +116,7 @@ class PageCache:
         return known[1]
 
     def file(self, key: str) -> Path | None:
-        """The file holding key's HTML, or None when it is missing or damaged.
+        """The file holding key's HTML, kept through this build's pruning; None when it is missing or damaged.
 
         Files are never changed in place, so a build hard-links them into its site instead of copying.
         """
@@ -141,6 +131,7 @@ class PageCache:
         if not whole:
             return None
         self.valid.add(key)
+        self.used.add(key)
         return path
 
     def keep(self, key: str) -> None:
@@ -170,12 +161,7 @@ class PageCache:
             return path
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            fd, partial = tempfile.mkstemp(dir=self.folder, suffix=".part")
-            with os.fdopen(fd, "wb") as f:
-                f.write(html)
-            # The site's pages are links to these files, served as they are.
-            os.chmod(partial, 0o644 & ~UMASK)
-            os.replace(partial, path)
+            replace_file(path, html)  # as any page is written: the site's pages are links to these files
             self.valid.add(key)
         except OSError:
             return None

@@ -149,7 +149,9 @@ def _related(entry: Entry, catalog: Catalog) -> Answer | None:
 
 def _links(intro: str, links: list[tuple[str, str]]) -> Answer:
     markdown = _bullets([f"[{label}]({url})" for label, url in links])
-    return (f"{intro}\n\n{markdown}" if intro else markdown), render_link_list(intro, links)
+    markdown = f"{intro}\n\n{markdown}" if intro else markdown
+    html = render_link_list(intro, links)
+    return markdown if html is None else (markdown, html)
 
 
 def _recurrence(entry: Entry, _: Catalog) -> str | None:

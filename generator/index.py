@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import zlib
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from generator.link import Catalog
 from generator.patterns import required_literal
 from generator.schema import Entry, entry_json_schema, hub_json_schema
 from generator.validate import EntryCard
-from generator.write import write_pieces
+from generator.write import replace_file, write_pieces
 
 __all__ = [
     "API_DIR",
@@ -141,23 +140,17 @@ class KeptRecords:
         if isinstance(found, tuple) and len(found) == 2 and found[0] == salt and isinstance(found[1], dict):
             self.kept = found[1]
 
-    def key(self, card: EntryCard, catalog: Catalog) -> bytes:
-        """What an entry's records are made from, as a digest."""
+    def records(self, card: EntryCard, catalog: Catalog) -> tuple[str, str]:
+        """An entry's (signature lines, entries.json item): read back when kept, else made and kept."""
         made_from = [card.digest, catalog.site.base_url, *catalog.related.get(card.id, [])]
-        return hashlib.sha256("\0".join(made_from).encode()).digest()
-
-    def get(self, key: bytes) -> tuple[str, str] | None:
-        """The (signature lines, entries.json item) kept under key."""
+        key = hashlib.sha256("\0".join(made_from).encode()).digest()
         packed = self.kept.get(key)
         if packed is None:
-            return None
+            lines, item = _records(card.entry(), catalog)
+            packed = zlib.compress(f"{lines}\0{item}".encode("utf-8", "surrogatepass"), 1)
         self.used[key] = packed
         lines, _, item = zlib.decompress(packed).decode("utf-8", "surrogatepass").partition("\0")
         return lines, item
-
-    def put(self, key: bytes, lines: str, item: str) -> None:
-        """Keep an entry's records under key."""
-        self.used[key] = zlib.compress(f"{lines}\0{item}".encode("utf-8", "surrogatepass"), 1)
 
     def save(self) -> None:
         """Write the records this build used, and only those; a cache that cannot be written costs time only."""
@@ -165,10 +158,7 @@ class KeptRecords:
             return
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            partial = self.file.with_name(f".{self.file.name}.{os.getpid()}.part")
-            with partial.open("wb") as f:
-                pickle.dump((self.salt, self.used), f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(partial, self.file)
+            replace_file(self.file, pickle.dumps((self.salt, self.used), protocol=pickle.HIGHEST_PROTOCOL))
         except OSError:
             pass
 
@@ -186,11 +176,7 @@ def signature_index(catalog: Catalog, kept: KeptRecords | None = None) -> Iterat
     first = True
     yield SIGNATURES, ""
     for card in catalog.entries.values():
-        key = kept.key(card, catalog) if kept else b""
-        found = kept.get(key) if kept else None
-        lines, item = found or _records(card.entry(), catalog)
-        if kept and found is None:
-            kept.put(key, lines, item)
+        lines, item = kept.records(card, catalog) if kept else _records(card.entry(), catalog)
         yield SIGNATURES, lines
         yield ENTRIES, ("\n    " if first else ",\n    ") + item
         first = False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import re
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from typing import Any
 import yaml
 
 from generator.errors import Problem
+from generator.write import replace_file
 
 # The C parser is several times faster and keeps the same marks; fall back where libyaml is absent.
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -166,9 +166,7 @@ class Memo:
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            partial = self.folder / f"{self._name(key)}.{os.getpid()}.part"
-            partial.write_bytes(pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(partial, self.folder / self._name(key))
+            replace_file(self.folder / self._name(key), pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, pickle.PicklingError):
             pass  # without a disk copy the next build checks the file again
 
@@ -187,9 +185,7 @@ class Memo:
         if self.folder is not None:
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
-                partial = self.folder / f"{PASSED}.{os.getpid()}.part"
-                partial.write_text(self._passed, encoding="utf-8")
-                os.replace(partial, self.folder / PASSED)
+                replace_file(self.folder / PASSED, self._passed.encode("utf-8"))
             except OSError:
                 pass  # the next build runs the checks again
 

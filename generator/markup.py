@@ -87,18 +87,16 @@ _PLAIN_LABEL = re.compile(r"[^\[\]\\<\n\r]+")
 _PLAIN_DESTINATION = re.compile(r"[^\s()<>\\]+")
 
 
-def render_link_list(intro: str, links: list[tuple[str, str]]) -> str:
-    """Render `intro` and a bulleted list of (label, URL) links, as render_markdown renders their Markdown.
+def render_link_list(intro: str, links: list[tuple[str, str]]) -> str | None:
+    """The HTML render_markdown makes of `intro` and a bulleted list of (label, URL) links, or None.
 
     Parsing a list of links is the costliest Markdown a page has; this writes the same HTML directly
-    (tests compare the two), and parses only links it cannot write the same.
+    (tests compare the two), and gives None for a link it cannot write the same: parse those.
     """
     md = _parser()
-    if not all(
-        _PLAIN_LABEL.fullmatch(label) and _PLAIN_DESTINATION.fullmatch(url) and md.validateLink(url)
-        for label, url in links
-    ):
-        return render_markdown(f"{intro}\n\n" + "\n".join(f"- [{label}]({url})" for label, url in links))
+    for label, url in links:
+        if not (_PLAIN_LABEL.fullmatch(label) and _PLAIN_DESTINATION.fullmatch(url) and md.validateLink(url)):
+            return None
     items = "".join(
         f'<li><a href="{escapeHtml(md.normalizeLink(url))}">{render_inline(label)}</a></li>\n' for label, url in links
     )

@@ -667,17 +667,11 @@ def render_views(
         for i in set(range(len(views))) - set(changed):
             cache.keep(keys[i])
         views, keys = [views[i] for i in changed], [keys[i] for i in changed]
-    kept: dict[int, Path] = {}
-    if cache:
-        for i in range(len(views)):
-            found = cache.file(keys[i])
-            if found is not None:
-                kept[i] = found
-    fresh = _render_many(renderer, [view for i, view in enumerate(views) if i not in kept], jobs)
+    found = [cache.file(key) for key in keys] if cache else [None] * len(views)
+    fresh = _render_many(renderer, [view for view, file in zip(views, found, strict=True) if file is None], jobs)
     for i, view in enumerate(views):
-        if i in kept:
-            cache.keep(keys[i])  # type: ignore[union-attr]
-            yield view.path, kept[i]
+        if (file := found[i]) is not None:
+            yield view.path, file
             continue
         html = next(fresh)
         on_render(view.path)

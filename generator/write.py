@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,7 +40,7 @@ def write_pieces(root: Path, pieces: Iterable[tuple[str, str]], *, atomic: bool 
             if relative not in opened:
                 target = root / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
-                partial = target.with_name(f".{target.name}.{os.getpid()}.part") if atomic else target
+                partial = _partial(target) if atomic else target
                 opened[relative] = (target, partial.open("w", encoding="utf-8", newline=""))
             opened[relative][1].write(text)
     finally:
@@ -50,10 +51,8 @@ def write_pieces(root: Path, pieces: Iterable[tuple[str, str]], *, atomic: bool 
             os.replace(handle.name, target)
 
 
-def write_pages(
-    root: Path, pages: Iterable[tuple[str, bytes | Path]], *, atomic: bool = False
-) -> Iterator[tuple[str, bytes | Path]]:
-    """Write each page under root as it comes (HTML, or a file to link), and pass it on: no build holds the site."""
+def write_pages(root: Path, pages: Iterable[tuple[str, bytes | Path]], *, atomic: bool = False) -> None:
+    """Write each page under root as it comes (HTML, or a file to link): no build holds the site in memory."""
     made: set[Path] = set()
     for relative, page in pages:
         target = root / relative
@@ -64,24 +63,32 @@ def write_pages(
             _link(page, target, atomic)
         else:
             _write(target, page, atomic)
-        yield relative, page
+
+
+def replace_file(target: Path, data: bytes) -> None:
+    """Write target whole or not at all: readers see the old file or the new one, never half of one."""
+    partial = _partial(target)
+    partial.write_bytes(data)
+    os.replace(partial, target)
+
+
+def _partial(target: Path) -> Path:
+    # Beside the target, and named for this process and thread: serve writes from two threads.
+    return target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.part")
 
 
 def _write(target: Path, data: bytes, atomic: bool) -> None:
-    if not atomic:
+    if atomic:
+        replace_file(target, data)
+    else:
         target.write_bytes(data)
-        return
-    # In a folder being served: readers see the old file or the new one, never half of one.
-    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
-    partial.write_bytes(data)
-    os.replace(partial, target)
 
 
 def _link(source: Path, target: Path, atomic: bool) -> None:
     if not atomic:
         link_file(source, target)
         return
-    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    partial = _partial(target)
     partial.unlink(missing_ok=True)
     link_file(source, partial)
     os.replace(partial, target)
