@@ -60,7 +60,13 @@ def write_pages(root: Path, pages: Iterable[tuple[str, bytes | Path]], *, atomic
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
         if isinstance(page, Path):
-            _link(page, target, atomic)
+            try:
+                _link(page, target, atomic)
+            except FileNotFoundError as exc:
+                if exc.filename != os.fspath(page):
+                    raise
+                # Pruned by another build into the same folder since this one found it.
+                raise BuildError(f"the page cache lost {page.name} during the build; build again") from exc
         else:
             _write(target, page, atomic)
 

@@ -139,3 +139,15 @@ def test_kill_9_at_random_points_never_damages_the_site(corpus: Path, tmp_path: 
     assert main(["--root", str(corpus), "build", "--out", str(out)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [".site.cache", "project", "site"]
     assert _snapshot(out) == before  # and a build is byte-identical to the one before the kills
+
+
+@pytest.mark.parametrize("atomic", [False, True])
+def test_a_cache_file_removed_before_it_is_linked_is_a_message(tmp_path: Path, atomic: bool) -> None:
+    from generator.errors import BuildError
+
+    (tmp_path / "kept.html").write_text("<html></html>\n")
+    pages = [("a/index.html", tmp_path / "kept.html"), ("b/index.html", tmp_path / "gone.html")]
+    with pytest.raises(BuildError) as caught:
+        write.write_pages(tmp_path / "site", pages, atomic=atomic)
+    assert str(caught.value) == "the page cache lost gone.html during the build; build again"
+    assert (tmp_path / "site" / "a" / "index.html").read_text() == "<html></html>\n"
