@@ -1,5 +1,5 @@
 """Allow `python -m generator`."""
 
-from generator.cli import main
+from generator.cli import run
 
-raise SystemExit(main())
+run()

@@ -12,7 +12,7 @@ from operator import itemgetter
 from pathlib import PurePosixPath
 
 from generator.errors import ContentError, Problem
-from generator.load import Document, Example
+from generator.load import Document, Example, Memo
 from generator.patterns import compile_signature, required_literal
 from generator.schema import DiagnoseExample, Hub, HubRef, SiteConfig, TagInfo
 from generator.validate import EntryCard, Validated, did_you_mean
@@ -286,6 +286,21 @@ def _rank_related(entries: dict[str, EntryCard], by_category: dict[str, list[str
     return related
 
 
+def _related(
+    entries: dict[str, EntryCard], by_category: dict[str, list[str]], memo: Memo | None
+) -> dict[str, list[str]]:
+    """The ranking of related entries, or, with a memo, the one it kept if what the ranking reads is as it was."""
+    if memo is None:
+        return _rank_related(entries, by_category)
+    text = repr([(e.id, e.category, e.tags, e.related) for e in entries.values()])
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    related: dict[str, list[str]] | None = memo.recall("related", key)
+    if related is None:
+        related = _rank_related(entries, by_category)
+        memo.remember("related", key, related)
+    return related
+
+
 def _signature_key(validated: Validated) -> str:
     """Everything the signature checks read: each entry's id, signatures and wraps, the ids, the unsafe regexes."""
     signatures = [
@@ -343,7 +358,7 @@ def link_catalog(validated: Validated) -> Catalog:
         by_category=dict(sorted(by_category.items())),
         by_system=dict(sorted(by_system.items())),
         hub_rows=dict(sorted(hub_rows.items())),
-        related=_rank_related(entries, by_category),
+        related=_related(entries, by_category, memo),
         backlinks=dict(sorted(backlinks.items())),
         warnings=_warnings(validated, by_tag, hub_rows),
         examples=[(x, validated.examples[x.case]) for x in validated.site.examples],

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import pickle
 import re
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -21,7 +24,8 @@ MAX_FILE_BYTES = 1 << 20  # an entry is a few pages of text; anything larger is 
 BOOLEAN_WORDS = {"yes", "no", "on", "off", "y", "n", "true", "false"}
 # Deeper nesting than any entry needs; it also keeps the walk far from Python's recursion limit.
 MAX_DEPTH = 32
-PASSED = "signatures-passed"  # in a memo's folder: the key of the signatures whose checks last passed
+# A file whose status is younger than this may change again without its status changing (coarse clocks).
+RECENT_NS = 2_000_000_000
 # C0 controls and DEL (a double-quoted "\a" makes one): no page, feed or terminal should carry them.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -131,17 +135,27 @@ class _Walker:
 
 
 class Memo:
-    """What was found in each entry file, by its name and bytes: kept in memory by `serve`, on disk if given a folder.
+    """What was found in each entry file, by its name and bytes: kept in memory, and in one file if given one.
 
-    The disk copy is keyed by the file's name, its bytes and salt (a digest of the generator's code), so
-    a changed file or a changed generator reads as missing; it is as trusted as the project folder.
+    The file is salted with a digest of the generator's code, so a changed generator reads it as empty;
+    it is as trusted as the project folder. It also holds each entry file's status (times, size, inode)
+    beside the digest of its bytes, so a file whose status is as it was need not be read again, and
+    values derived from all entries (recall, remember), each with the key of what it was derived from.
+
+    The file is the whole memo as one pickle, then the changes of each later build appended as one
+    pickle each: a build that checked one entry appends that entry, not the whole site's. Once the
+    changes outgrow a quarter of the whole, the next save writes it whole again.
     """
 
-    def __init__(self, folder: Path | None = None, salt: bytes = b"") -> None:
+    def __init__(self, file: Path | None = None, salt: bytes = b"") -> None:
         self.kept: dict[tuple[str, bytes], Any] = {}
-        self.folder, self.salt = folder, salt
+        self.file, self.salt = file, salt
+        self._statuses: dict[str, tuple[tuple[int, ...], bytes]] = {}  # by file name: status, digest of bytes
+        self._values: dict[str, tuple[str, Any]] = {}  # by name: the key of what it was derived from, the value
         self._seen: set[tuple[str, bytes]] = set()
-        self._passed: str | None = None  # the key of the signatures of the last build whose checks passed
+        self._read = file is None
+        self._whole = True  # whether the next save writes the whole memo rather than appending its changes
+        self._touched: tuple[set[tuple[str, bytes]], set[str], set[str]] = (set(), set(), set())
 
     def key(self, display: str, raw: bytes, digested: bool = False) -> tuple[str, bytes]:
         """The key of a file's findings: its name and a digest of its bytes (raw is that digest if digested)."""
@@ -149,66 +163,121 @@ class Memo:
         self._seen.add(key)
         return key
 
+    def file_key(self, display: str, path: Path) -> tuple[str, bytes]:
+        """The key of the file at path, read only if its status is not the one recorded with its digest."""
+        self._load()
+        st = os.stat(path)
+        status = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+        known = self._statuses.get(display)
+        if known is not None and known[0] == status:
+            return self.key(display, known[1], digested=True)
+        digest = hashlib.sha256(path.read_bytes()).digest()
+        # A file changed within the clock's resolution of its status being taken could change again
+        # unseen under the same status: only an older status stands for its bytes.
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RECENT_NS:
+            self._statuses[display] = (status, digest)
+            self._touched[1].add(display)
+        return self.key(display, digest, digested=True)
+
     def get(self, key: tuple[str, bytes]) -> Any:
-        """What was found in the file under key, or None when it was never checked (or its copy is damaged)."""
-        if key not in self.kept and self.folder is not None:
-            try:
-                found = pickle.loads((self.folder / self._name(key)).read_bytes())
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-                return None
-            self.kept[key] = found
+        """What was found in the file under key, or None when it was never checked."""
+        self._load()
         return self.kept.get(key)
 
     def put(self, key: tuple[str, bytes], found: Any) -> None:
-        """Keep what was found in the file under key, in memory and on disk."""
+        """Keep what was found in the file under key."""
+        self._load()
         self.kept[key] = found
-        if self.folder is None:
-            return
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            replace_file(self.folder / self._name(key), pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
-        except (OSError, pickle.PicklingError):
-            pass  # without a disk copy the next build checks the file again
+        self._touched[0].add(key)
+
+    def recall(self, name: str, key: str) -> Any:
+        """The value remembered as name, if it was derived from what key stands for; else None."""
+        self._load()
+        known = self._values.get(name)
+        return known[1] if known is not None and known[0] == key else None
+
+    def remember(self, name: str, key: str, value: Any) -> None:
+        """Keep value as name, derived from what key stands for."""
+        self._load()
+        self._values[name] = (key, value)
+        self._touched[2].add(name)
 
     def passed(self, key: str) -> bool:
-        """Whether the cross-entry signature checks passed on signatures whose key is key (under this code)."""
-        if self._passed is None and self.folder is not None:
-            try:
-                self._passed = (self.folder / PASSED).read_text(encoding="utf-8")
-            except OSError:
-                self._passed = ""
-        return self._passed == self._salted(key)
+        """Whether the cross-entry signature checks passed on signatures whose key is key."""
+        return self.recall("signature checks", key) is not None
 
     def passes(self, key: str) -> None:
         """Record that the signature checks passed on signatures whose key is key."""
-        self._passed = self._salted(key)
-        if self.folder is not None:
-            try:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                replace_file(self.folder / PASSED, self._passed.encode("utf-8"))
-            except OSError:
-                pass  # the next build runs the checks again
-
-    def _salted(self, key: str) -> str:
-        return f"{self.salt.hex()}:{key}"
-
-    def _name(self, key: tuple[str, bytes]) -> str:
-        return hashlib.sha256(self.salt + key[0].encode() + b"\0" + key[1]).hexdigest() + ".pickle"
+        if not self.passed(key):
+            self.remember("signature checks", key, True)
 
     def forget_unseen(self) -> None:
         """Drop the files no longer in the content, or changed since; called once a load is complete."""
+        names = {name for name, _ in self._seen}
         for key in set(self.kept) - self._seen:
             del self.kept[key]
+            self._touched[0].add(key)
+        for name in set(self._statuses) - names:
+            del self._statuses[name]
+            self._touched[1].add(name)
         self._seen = set()
 
-    def prune(self) -> None:
-        """Remove the disk copies of files the last load did not read."""
-        if self.folder is None or not self.folder.is_dir():
+    def save(self) -> None:
+        """Write what changed since the file was read; a memo that cannot be written costs only time."""
+        if self.file is None or not any(self._touched):
+            self._touched = (set(), set(), set())
             return
-        keep = {self._name(key) for key in self.kept} | {PASSED}
-        for path in self.folder.iterdir():
-            if path.name not in keep:
-                path.unlink(missing_ok=True)
+        try:
+            if self._whole:
+                self.file.parent.mkdir(parents=True, exist_ok=True)
+                replace_file(self.file, self._write_whole)
+            else:
+                keys, names, values = self._touched
+                change = (
+                    {k: self.kept.get(k) for k in keys},
+                    {n: self._statuses.get(n) for n in names},
+                    {n: self._values[n] for n in values},
+                )
+                with self.file.open("ab", buffering=0) as f:
+                    f.write(pickle.dumps(change, pickle.HIGHEST_PROTOCOL))  # in one write: never interleaved
+        except (OSError, pickle.PicklingError):
+            return
+        self._whole = False
+        self._touched = (set(), set(), set())
+
+    def _write_whole(self, f: BinaryIO) -> None:
+        f.write(self.salt)
+        # Streamed: the memo of a large site is a hundred megabytes, never held pickled in memory.
+        pickle.dump((self.kept, self._statuses, self._values), f, pickle.HIGHEST_PROTOCOL)
+
+    def _load(self) -> None:
+        if self._read:
+            return
+        self._read = True
+        assert self.file is not None
+        try:
+            with self.file.open("rb") as f:
+                if f.read(len(self.salt)) != self.salt:
+                    return  # written by other code, whose findings this code need not share
+                self.kept, self._statuses, self._values = pickle.load(f)
+                whole = f.tell()
+                self._whole = False
+                while f.peek(1):
+                    kept, statuses, values = pickle.load(f)
+                    _apply(self.kept, kept)
+                    _apply(self._statuses, statuses)
+                    self._values.update(values)
+                self._whole = f.tell() - whole > whole // 4
+        except Exception:  # noqa: BLE001 - a missing or damaged file, however it fails to read, is as far as it reads
+            self._whole = True
+
+
+def _apply(kept: dict[Any, Any], change: dict[Any, Any]) -> None:
+    for key, value in change.items():
+        if value is None:
+            kept.pop(key, None)
+        else:
+            kept[key] = value
 
 
 def load_yaml(path: Path, display: str, parse: bool = True) -> tuple[Document, list[Problem]]:
@@ -290,8 +359,8 @@ def load_sources(root: Path, memo: Memo | None = None, parse_entries: bool = Tru
     """
     problems: list[Problem] = []
 
-    def read(path: Path, parse: bool = True) -> Document:
-        doc, found = load_yaml(path, path.relative_to(root).as_posix(), parse)
+    def read(path: Path, display: str, parse: bool = True) -> Document:
+        doc, found = load_yaml(path, display, parse)
         problems.extend(found)
         return doc
 
@@ -300,12 +369,12 @@ def load_sources(root: Path, memo: Memo | None = None, parse_entries: bool = Tru
         if not path.is_file():
             problems.append(Problem(name, 0, 0, "", "file is missing"))
             return Document(name, None)
-        return read(path)
+        return read(path, name)
 
     site = read_required("site.yaml")
     tags = read_required("tags.yaml")
-    entries = [read(p, parse_entries) for p in _content_files(root, "entries", True, problems)]
-    hubs = [read(p) for p in _content_files(root, "hubs", False, problems)]
+    entries = [read(p, d, parse_entries) for p, d in _content_files(root, "entries", True, problems)]
+    hubs = [read(p, d) for p, d in _content_files(root, "hubs", False, problems)]
     if not entries and not any(p.path.startswith("entries") for p in problems):
         # Building nothing would replace a real site with an empty one.
         problems.append(Problem("entries/", 0, 0, "", "no entries found (expected entries/<system>/<id>.yaml)"))
@@ -338,23 +407,44 @@ def _examples(root: Path, site: Document, problems: list[Problem]) -> dict[str, 
     return found
 
 
-def _content_files(root: Path, folder: str, recursive: bool, problems: list[Problem]) -> list[Path]:
-    """The YAML files of a content folder; report the ones that look like content but cannot be read as such."""
+def _content_files(root: Path, folder: str, recursive: bool, problems: list[Problem]) -> list[tuple[Path, str]]:
+    """The YAML files of a content folder with their names under root; report those that cannot be read as content.
+
+    Walked with scandir, whose entries know whether they are links: only a link is resolved to see
+    where it leads, since the walk never descends into a linked folder.
+    """
     base = root / folder
     inside = root.resolve()
+    base_inside = base.resolve().is_relative_to(inside)
     found = []
-    for path in sorted(base.rglob("*") if recursive else base.glob("*")):
-        if path.suffix.lower() not in (".yaml", ".yml"):
+    for parts, item in sorted(_walk(base, (), recursive)):
+        suffix = os.path.splitext(item.name)[1]
+        if suffix.lower() not in (".yaml", ".yml"):
             continue
-        display = path.relative_to(root).as_posix()
-        if path.suffix not in (".yaml", ".yml"):
-            rename = f"rename it to {path.stem}.yaml"
+        display = "/".join((folder, *parts))
+        if suffix not in (".yaml", ".yml"):
+            rename = f"rename it to {os.path.splitext(item.name)[0]}.yaml"
             problems.append(Problem(display, 0, 0, "", f"the extension must be lower case: {rename}"))
-        elif path.is_symlink() and not path.exists():
+        elif item.is_symlink() and not os.path.exists(item.path):
             problems.append(Problem(display, 0, 0, "", "symbolic link to a file that does not exist"))
-        elif not path.resolve().is_relative_to(inside):
+        elif not (Path(item.path).resolve().is_relative_to(inside) if item.is_symlink() else base_inside):
             # A link out of the tree would publish whatever it points at.
             problems.append(Problem(display, 0, 0, "", "links to a file outside the project"))
-        elif path.is_file():
-            found.append(path)
+        elif item.is_file():
+            found.append((Path(item.path), display))
     return found
+
+
+def _walk(
+    folder: Path | str, parts: tuple[str, ...], recursive: bool
+) -> Iterator[tuple[tuple[str, ...], os.DirEntry[str]]]:
+    """Everything in folder (and, if recursive, in the folders under it, not following links) with its path parts."""
+    try:
+        with os.scandir(folder) as items:
+            listed = list(items)
+    except OSError:
+        return
+    for item in listed:
+        yield (*parts, item.name), item
+        if recursive and item.is_dir(follow_symlinks=False):
+            yield from _walk(item.path, (*parts, item.name), recursive)

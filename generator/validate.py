@@ -310,7 +310,7 @@ def _check_entries(docs: list[Document], memo: Memo | None, jobs: int) -> list[C
             continue
         if memo is not None:
             try:
-                results[i] = memo.get(memo.key(doc.path, doc.source.read_bytes()))
+                results[i] = memo.get(memo.file_key(doc.path, doc.source))
             except OSError:
                 pass  # the worker reports it
         if results[i] is None:

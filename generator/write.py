@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 from generator.errors import BuildError
 
@@ -71,11 +71,19 @@ def write_pages(root: Path, pages: Iterable[tuple[str, bytes | Path]], *, atomic
             _write(target, page, atomic)
 
 
-def replace_file(target: Path, data: bytes) -> None:
-    """Write target whole or not at all: readers see the old file or the new one, never half of one."""
+def replace_file(target: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
+    """Write target (data, or what data writes to a file) whole or not at all: readers see the old file or the new."""
     partial = _partial(target)
-    partial.write_bytes(data)
-    os.replace(partial, target)
+    try:
+        with partial.open("wb") as f:
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                data(f)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def _partial(target: Path) -> Path:

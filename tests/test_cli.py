@@ -81,6 +81,26 @@ def test_outside_a_project_is_a_message(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    "command", [[sys.executable, "-m", "generator"], [str(Path(sys.executable).parent / "trainwreck")]]
+)
+def test_a_build_run_as_a_command_writes_its_report_and_site_before_it_exits(
+    corpus: Path, tmp_path: Path, command: list[str]
+) -> None:
+    # A build leaves its objects to the process's exit, which must still flush what it printed.
+    out = tmp_path / "site"
+    result = subprocess.run(
+        [*command, "--root", str(corpus), "build", "--no-search", "--out", str(out)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"Built 19 pages (2 entries, 2 signatures) into {out} in ")
+    assert result.stderr.count("warning: ") == 7
+    assert (out / "failures/demo-nan/index.html").read_text(encoding="utf-8").endswith("</html>\n")
+    failed = subprocess.run([*command, "--root", str(tmp_path), "build"], capture_output=True, text=True)
+    assert (failed.returncode, failed.stdout) == (1, "")
+    assert "site.yaml: file is missing" in failed.stderr and "Traceback" not in failed.stderr
+
+
 def test_committed_schemas_are_current() -> None:
     from generator.index import json_schemas
     from tests.conftest import ROOT

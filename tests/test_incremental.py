@@ -12,6 +12,7 @@ import yaml
 
 from generator.build import THEME, build, cache_folder
 from generator.errors import ContentError
+from generator import load
 from generator.load import Memo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,19 +85,22 @@ def _random_edit(rng: random.Random, root: Path, theme: Path) -> str:
 def test_a_warm_build_after_random_edits_equals_a_clean_build(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     root, theme = _project(tmp_path)
-    warm, served, clean = tmp_path / "warm", tmp_path / "served", tmp_path / "clean"
+    warm, served, kept, clean = (tmp_path / name for name in ("warm", "served", "kept", "clean"))
     memo = Memo()  # as `serve` keeps it, so the kept parse and checks are under test too
     first = build(root, warm, search=False, theme=theme, memo=memo)
     assert len(first.rendered) == first.pages
     build(root, served, search=False, theme=theme, memo=memo)
+    build(root, kept, search=False, theme=theme)  # as the CLI builds: the memo in a file beside the output
     for _round in range(3):
         edits = [_random_edit(rng, root, theme) for _ in range(rng.randint(1, 3))]
         again = build(root, warm, search=False, theme=theme, memo=memo)
         # As `serve` does: the folder updated in place, only the changed pages written.
         build(root, served, search=False, theme=theme, memo=memo, update=True)
+        build(root, kept, search=False, theme=theme)
         build(root, clean, search=False, theme=theme, cache=False)
         assert _tree(warm) == _tree(clean), f"the cached build differs after: {edits}"
         assert _tree(served) == _tree(clean), f"the folder updated in place differs after: {edits}"
+        assert _tree(kept) == _tree(clean), f"the build with the memo file differs after: {edits}"
         if not any(e in ("template", "site") for e in edits):
             assert len(again.rendered) < again.pages, "the cache was not used"
     assert not cache_folder(clean).exists(), "--no-cache must write no cache"
@@ -180,11 +184,75 @@ def test_a_later_build_skips_signature_checks_only_for_the_signatures_they_passe
     root, theme = _project(tmp_path)
     out = tmp_path / "site"
     build(root, out, search=False, theme=theme)  # the memo kept beside the output, as the CLI's
-    passed = cache_folder(out) / "sources" / "signatures-passed"
-    assert passed.is_file()
+    assert (cache_folder(out) / "sources.pickle").is_file()
     first, second = sorted((root / "entries").rglob("*.yaml"))[:2]
     claimed = yaml.safe_load(first.read_text(encoding="utf-8"))["signatures"][0]
     _edit_yaml(second, lambda d: d["signatures"].append(dict(claimed, refines=[])))
     with pytest.raises(ContentError) as caught:
         build(root, out, search=False, theme=theme)
     assert any("is already claimed by entry" in p.message for p in caught.value.problems)
+
+
+def test_an_entry_whose_status_is_as_recorded_is_not_read_again(tmp_path: Path, monkeypatch) -> None:
+    root, theme = _project(tmp_path)
+    monkeypatch.setattr(load, "RECENT_NS", 0)  # the files were just written: trust their status at once
+    build(root, tmp_path / "site", search=False, theme=theme)
+    read: list[str] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or real(self))
+    entries = sorted((root / "entries").rglob("*.yaml"))
+    entry = entries[3]
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Edited."))
+    build(root, tmp_path / "site", search=False, theme=theme)
+    # Read twice: for the digest that finds it changed, then to check it.
+    assert [name for name in read if name in {e.name for e in entries}] == [entry.name, entry.name]
+
+
+def test_an_entry_edited_back_to_its_size_and_time_is_read_again(tmp_path: Path, monkeypatch) -> None:
+    # Tools that restore a file's modification time cannot restore its change time, which the status holds.
+    root, theme = _project(tmp_path)
+    monkeypatch.setattr(load, "RECENT_NS", 0)
+    out = tmp_path / "site"
+    build(root, out, search=False, theme=theme)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    before = entry.stat()
+    text = entry.read_text(encoding="utf-8")
+    summary = yaml.safe_load(text)["summary"]
+    word = summary.split()[0]
+    entry.write_text(text.replace(word, "X" * len(word), 1), encoding="utf-8")
+    os.utime(entry, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert entry.stat().st_size == before.st_size and entry.stat().st_mtime_ns == before.st_mtime_ns
+    build(root, out, search=False, theme=theme)
+    assert "X" * len(word) in (out / "failures/cuda-oom/index.html").read_text(encoding="utf-8")
+
+
+def test_a_damaged_memo_file_is_an_empty_memo(tmp_path: Path) -> None:
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, out, search=False, theme=theme)
+    memo = cache_folder(out) / "sources.pickle"
+    memo.write_bytes(memo.read_bytes()[:5000])
+    build(root, out, search=False, theme=theme)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+    assert memo.stat().st_size > 5000, "the memo was written whole again"
+
+
+def test_a_warm_build_appends_its_changes_to_the_memo_and_a_torn_tail_costs_only_time(tmp_path: Path) -> None:
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, out, search=False, theme=theme)
+    memo = cache_folder(out) / "sources.pickle"
+    whole = memo.stat()
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Appended."))
+    build(root, out, search=False, theme=theme)
+    grown = memo.stat()
+    assert grown.st_ino == whole.st_ino, "the memo was written whole for one changed entry"
+    assert whole.st_size < grown.st_size < whole.st_size * 1.1
+    memo.write_bytes(memo.read_bytes()[: grown.st_size - 7])  # as a crash in the middle of appending
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Again."))
+    build(root, out, search=False, theme=theme)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+    assert memo.stat().st_ino != grown.st_ino, "a memo with a torn tail is written whole at the next save"
