@@ -14,7 +14,6 @@ from generator import __version__
 from generator.diagnose.errors import DiagnoseError
 from generator.errors import ContentError, Problem, StrictModeError, TrainwreckError, tally
 
-
 # What a finished build made, left for run() to drop with the process: freeing a large site's millions of
 # objects one at a time takes longer than the rest of a warm build's exit.
 _LEFT_TO_EXIT: list[object] = []

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from generator import load
 from generator.build import THEME, build, cache_folder
 from generator.errors import ContentError
-from generator import load
 from generator.load import Memo
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ import random
 import pytest
 import yaml
 
-from generator.markup import _parser, render_inline, render_markdown
+from generator.markup import _parser, markdown_text, render_inline, render_markdown
 from tests.conftest import ROOT
 
 # Characters that open no inline rule, among some that do, and the whitespace the renderer splits on.
@@ -58,3 +58,18 @@ def test_every_field_of_the_shipped_entries_renders_as_the_parser_renders_it() -
     for path in sorted((ROOT / "entries").rglob("*.yaml")):
         for text in _strings(yaml.safe_load(path.read_text(encoding="utf-8"))):
             assert render_markdown(text) == str(_parser().render(text)), (path.name, text)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("**Bold** and *emphasis*, 2*3*4 and a * b, `torch.cuda`.", "Bold and emphasis, 2*3*4 and a * b, torch.cuda."),
+        ("# Heading\n- item one\n  2. nested *x*\n> quoted", "Heading\nitem one\nnested x\nquoted"),
+        ("Before\n```python\nimport torch\n```\nAfter ~~~ tildes.", "Before\n \nAfter ~~~ tildes."),
+        ("See [the guide](https://example.org/guide) first.", "See the guide first."),
+        ("*start and end*", "start and end"),
+        ("NCCL_DEBUG=INFO *not closed", "NCCL_DEBUG=INFO not closed"),
+    ],
+)
+def test_markdown_text_keeps_the_words_and_drops_the_syntax(text: str, words: str) -> None:
+    assert markdown_text(text) == words
