@@ -224,15 +224,17 @@ class Memo:
 
     def save(self) -> None:
         """Write what changed since the file was read; a memo that cannot be written costs only time."""
-        if self.file is None or not any(self._touched):
-            self._touched = (set(), set(), set())
+        # Taken first and copied: `serve` checks a saved file in one thread while another rebuilds.
+        touched, self._touched = self._touched, (set(), set(), set())
+        if self.file is None or not any(touched):
             return
         try:
             if self._whole:
                 self.file.parent.mkdir(parents=True, exist_ok=True)
-                replace_file(self.file, self._write_whole)
+                state = (dict(self.kept), dict(self._statuses), dict(self._values))
+                replace_file(self.file, lambda f: self._write_whole(f, state))
             else:
-                keys, names, values = self._touched
+                keys, names, values = touched
                 change = (
                     {k: self.kept.get(k) for k in keys},
                     {n: self._statuses.get(n) for n in names},
@@ -241,14 +243,17 @@ class Memo:
                 with self.file.open("ab", buffering=0) as f:
                     f.write(pickle.dumps(change, pickle.HIGHEST_PROTOCOL))  # in one write: never interleaved
         except (OSError, pickle.PicklingError):
+            # Left for the next save to write.
+            self._touched[0].update(touched[0])
+            self._touched[1].update(touched[1])
+            self._touched[2].update(touched[2])
             return
         self._whole = False
-        self._touched = (set(), set(), set())
 
-    def _write_whole(self, f: BinaryIO) -> None:
+    def _write_whole(self, f: BinaryIO, state: object) -> None:
         f.write(self.salt)
         # Streamed: the memo of a large site is a hundred megabytes, never held pickled in memory.
-        pickle.dump((self.kept, self._statuses, self._values), f, pickle.HIGHEST_PROTOCOL)
+        pickle.dump(state, f, pickle.HIGHEST_PROTOCOL)
 
     def _load(self) -> None:
         if self._read:
