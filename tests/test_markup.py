@@ -7,7 +7,7 @@ import random
 import pytest
 import yaml
 
-from generator.markup import _parser, markdown_text, render_inline, render_markdown
+from generator.markup import _compose, _parser, markdown_text, render_inline, render_markdown
 from tests.conftest import ROOT
 
 # Characters that open no inline rule, among some that do, and the whitespace the renderer splits on.
@@ -55,9 +55,39 @@ def test_random_paragraphs_render_as_the_parser_renders_them(seed: int) -> None:
 
 
 def test_every_field_of_the_shipped_entries_renders_as_the_parser_renders_it() -> None:
-    for path in sorted((ROOT / "entries").rglob("*.yaml")):
+    composed = 0
+    for path in sorted([*(ROOT / "entries").rglob("*.yaml"), *(ROOT / "hubs").glob("*.yaml")]):
         for text in _strings(yaml.safe_load(path.read_text(encoding="utf-8"))):
             assert render_markdown(text) == str(_parser().render(text)), (path.name, text)
+            composed += "\n\n" in text and _compose(text) is not None
+    assert composed > 200, "the corpus has prose of several paragraphs and lists written directly"
+
+
+def _line(rng: random.Random) -> str:
+    good = rng.random() < 0.85
+    return rng.choice(
+        ["a", "Z", "é", "`", "``"] if good else ["```", "", " b", "- ", "#", "=", "1", "*", "["]
+    ) + "".join(rng.choice(ALPHABET.replace("\n", "") + "      ") for _ in range(rng.randint(0, 30)))
+
+
+def _block(rng: random.Random) -> str:
+    lines = [_line(rng) for _ in range(rng.randint(1, 4))]
+    if rng.random() < 0.5:
+        return "\n".join(lines)  # a paragraph, or what only looks like one
+    return "\n".join(rng.choice(["- ", "- ", "- ", "-", "* ", "1. ", "  "]) + line for line in lines)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_paragraphs_and_lists_render_as_the_parser_renders_them(seed: int) -> None:
+    rng = random.Random(seed)
+    composed = 0
+    for _ in range(2500):
+        blocks = [_block(rng) for _ in range(rng.randint(1, 5))]
+        text = "".join(block + rng.choice(["\n\n", "\n\n", "\n", "\n\n\n", "  \n\n"]) for block in blocks)
+        text = text.rstrip("\n") if rng.random() < 0.8 else text
+        assert render_markdown(text) == str(_parser().render(text)), repr(text)
+        composed += _compose(text) is not None
+    assert composed > 200, "the random texts reach the direct path"
 
 
 @pytest.mark.parametrize(
