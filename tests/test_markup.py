@@ -7,7 +7,7 @@ import random
 import pytest
 import yaml
 
-from generator.markup import _compose, _parser, markdown_text, render_inline, render_markdown
+from generator.markup import _code_spans, _compose, _parser, markdown_text, render_inline, render_markdown
 from tests.conftest import ROOT
 
 # Characters that open no inline rule, among some that do, and the whitespace the renderer splits on.
@@ -24,6 +24,17 @@ def test_random_lines_render_as_the_parser_renders_them(seed: int) -> None:
     for _ in range(2500):
         text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 40)))
         assert render_inline(text) == _parsed(text), repr(text)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_lines_of_code_spans_and_names_render_as_the_parser_renders_them(seed: int) -> None:
+    rng = random.Random(seed)
+    written = 0
+    for _ in range(5000):
+        text = "".join(rng.choice("ab Zé9._`` `_\t()²-") for _ in range(rng.randint(0, 30)))
+        assert render_inline(text) == _parsed(text), repr(text)
+        written += "`" in text and _code_spans(text) is not None
+    assert written > 1000, "the random lines reach the direct path"
 
 
 def _strings(value: object) -> list[str]:
