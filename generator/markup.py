@@ -67,35 +67,80 @@ def render_markdown(text: str) -> str:
 
 
 def _compose(text: str) -> str | None:
-    """The HTML of text written directly if it is only plain paragraphs and tight `- ` lists, else None.
+    """The HTML of text written directly if it is only plain paragraphs, tight `- ` lists and fenced code.
 
     Most of an entry's prose and its FAQ's answers are of that shape, which costs the parser most of a
     page's rendering; the HTML is the parser's (tests compare the two on every shipped text and on
-    random ones). Blocks are a blank line apart; blank lines at the end are no block.
+    random ones). Blocks are a blank line apart; blank lines at the end are no block. Gives None for
+    anything else.
     """
-    if "\r" in text:
+    if "\r" in text or "\0" in text:
         return None
     html_blocks = []
     after_list = False
-    for block in text.rstrip("\n").split("\n\n"):
+    blocks = text.rstrip("\n").split("\n\n")
+    i = 0
+    while i < len(blocks):
+        block = blocks[i].lstrip("\n")
+        i += 1
+        if not block:
+            continue  # more blank lines between two blocks
         lines = block.split("\n")
-        if all(map(_opens_no_block, lines)):
+        if opening := _FENCE_OPEN.fullmatch(lines[0]):
+            # Its code may hold blank lines: it runs to the first closing line, which must end a block.
+            while not any(map(_FENCE_CLOSE.fullmatch, lines[1:])) and i < len(blocks):
+                block += "\n\n" + blocks[i]
+                i += 1
+                lines = block.split("\n")
+            end = next((k for k in range(1, len(lines)) if _FENCE_CLOSE.fullmatch(lines[k])), None)
+            if end != len(lines) - 1:
+                return None
+            code = "".join(line + "\n" for line in lines[1:end])
+            html_blocks.append(_fence(code, opening.group(1), "") + "\n")
+            after_list = False
+        elif _opens_no_block(lines[0]) and all(map(_continues_paragraph, lines[1:])):
             html_blocks.append(f"<p>{render_inline(block.strip())}</p>\n")
             after_list = False
-            continue
         # A list right after a list, a blank line apart, is one loose list: leave that to the parser.
-        if after_list or not all(line.startswith("- ") and _opens_no_block(line[2:]) for line in lines):
+        elif after_list or not all(line.startswith("- ") and _opens_no_block(line[2:]) for line in lines):
             return None
-        items = "".join(f"<li>{render_inline(line[2:].strip())}</li>\n" for line in lines)
-        html_blocks.append(f"<ul>\n{items}</ul>\n")
-        after_list = True
+        else:
+            items = "".join(f"<li>{render_inline(line[2:].strip())}</li>\n" for line in lines)
+            html_blocks.append(f"<ul>\n{items}</ul>\n")
+            after_list = True
     return "".join(html_blocks)
 
 
+_FENCE_OPEN = re.compile(r"```([\w+.-]*)")
+_FENCE_CLOSE = re.compile(r" {0,3}`{3,}[ \t]*")
+# An inline link, whose label holds no brackets: not a link reference definition, which would open a block.
+_LINK_START = re.compile(r"\[[^\[\]\\\n]*\]\(")
+
+
+def _continues_paragraph(line: str) -> bool:
+    # Inside a paragraph a line may also start with a bracket, quote or number: none of those opens a
+    # block that can interrupt one (a link reference definition cannot; an ordered list only from 1).
+    first = line[:1]
+    return _opens_no_block(line) or first in "([\"'" or (first.isdigit() and _ORDERED_FROM_ONE.match(line) is None)
+
+
+_ORDERED_FROM_ONE = re.compile(r"0*1[.)](?:[ \t]|$)")
+_ORDERED = re.compile(r"[0-9]{1,9}[.)](?:[ \t]|$)")
+
+
 def _opens_no_block(line: str) -> bool:
-    # A line starting with a letter, or with inline code (fewer than three backticks), is paragraph
-    # text: a list, heading, quote, fence, table, indented code or a heading's underline starts otherwise.
-    return line[:1].isalpha() or (line[:1] == "`" and not line.startswith("```"))
+    # A line starting with a letter, a number that is no list item's, inline code (fewer than three
+    # backticks), strong emphasis of a word or an inline link is paragraph text: a list, heading,
+    # quote, fence, table, indented code, thematic break, link reference definition or a heading's
+    # underline starts otherwise.
+    first = line[:1]
+    return (
+        first.isalpha()
+        or (first.isdigit() and _ORDERED.match(line) is None)
+        or (first == "`" and not line.startswith("```"))
+        or (first == "*" and line[1:2] == "*" and line[2:3].isalnum())
+        or (first == "[" and _LINK_START.match(line) is not None)
+    )
 
 
 # The characters that open an inline rule of the parser as configured (escape, code, strikethrough,

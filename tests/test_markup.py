@@ -75,14 +75,22 @@ def test_every_field_of_the_shipped_entries_renders_as_the_parser_renders_it() -
 
 
 def _line(rng: random.Random) -> str:
-    good = rng.random() < 0.85
-    return rng.choice(
-        ["a", "Z", "é", "`", "``"] if good else ["```", "", " b", "- ", "#", "=", "1", "*", "["]
-    ) + "".join(rng.choice(ALPHABET.replace("\n", "") + "      ") for _ in range(rng.randint(0, 30)))
+    # Mostly starts that open no block, some that do or may.
+    starts = ["a", "Z", "é", "`", "``", "**a", "[x](y) ", "[a b](/c)", "137 ", "3.5 "]
+    others = ["```", "", " b", "- ", "#", "=", "1", "*", "[", "** ", "[x]: ", "12) ", "9.", "2. "]
+    start = rng.choice(starts if rng.random() < 0.85 else others)
+    return start + "".join(rng.choice(ALPHABET.replace("\n", "") + "      ") for _ in range(rng.randint(0, 30)))
 
 
 def _block(rng: random.Random) -> str:
     lines = [_line(rng) for _ in range(rng.randint(1, 4))]
+    lines[1:] = [
+        rng.choice(["", "", "", "(", "'", "2. ", "1. ", "01) ", "1.", "[x]: y ", "3"]) + line for line in lines[1:]
+    ]
+    if rng.random() < 0.2:  # fenced code, which may hold blank lines and fences of its own
+        body = rng.choice(["", "x = 1", "a\n\nb", "```python", "  ```", "````", "<b>&amp;</b>", "\tif x:\n\t\ty()"])
+        close = rng.choice(["```", "```", "````", "``` ", "```x", ""])
+        return f"```{rng.choice(['', 'python', 'text', 'bash', 'c++', 'x y'])}\n{body}\n{close}".rstrip("\n")
     if rng.random() < 0.5:
         return "\n".join(lines)  # a paragraph, or what only looks like one
     return "\n".join(rng.choice(["- ", "- ", "- ", "-", "* ", "1. ", "  "]) + line for line in lines)
