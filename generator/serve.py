@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import http.server
 import json
 import os
@@ -159,6 +160,10 @@ class _Rebuilder:
             self.renderer = Renderer(result.catalog, THEME / "templates")
             # Compile the entry template now rather than when the first edit is saved.
             self.renderer.render(self.renderer.render_entry(next(iter(result.catalog.entries.values()))))
+        # What the first build left (the memo of every entry, the catalog) lives as long as the server:
+        # kept out of the collector's walks, a full collection in a rebuild no longer stalls, for as long
+        # as it walks millions of objects, the thread that writes a saved entry's page.
+        gc.freeze()
         return result.base_path
 
     def changed(self, paths: set[str]) -> None:
