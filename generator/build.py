@@ -52,6 +52,7 @@ class BuildResult:
     search: SearchPlan  # what the search index holds, for `serve` to index after an update
     indexed: int = 0  # search shards Pagefind indexed (the others were as the cache kept them)
     catalog: Catalog | None = None  # the content built, for `serve` to render an edited page from
+    written: tuple[str, ...] = ()  # in an update, the pages written (rendered now or taken from the cache)
 
 
 def load_catalog(root: Path, memo: Memo | None = None, jobs: int = 1) -> Catalog:
@@ -137,6 +138,7 @@ def _build(
     renderer = Renderer(catalog, theme / "templates")
     views = page_views(renderer)
     rendered: list[str] = []
+    changed: list[str] = []
     skipped: set[str] = set()  # pages keep named, which the folder holds as someone else wrote them
     indexed = 0
     salt = code_digest(theme / "templates", [catalog.site])
@@ -156,7 +158,7 @@ def _build(
         write_files(out_dir, files, atomic=True)
         write_signature_index(out_dir, catalog, records, atomic=True)
         fresh = render_views(renderer, views, store, jobs or _cores(), rendered.append, written=store.site())
-        write_pages(out_dir, _except(fresh, keep, skipped), atomic=True)
+        write_pages(out_dir, _except(fresh, keep, skipped, changed), atomic=True)
         remove_pages_except(out_dir, {view.path for view in views})
     else:
         # Into a staging folder: Pagefind indexes the search documents and the signature index is written
@@ -195,15 +197,19 @@ def _build(
         plan,
         indexed,
         catalog,
+        tuple(changed),
     )
 
 
-def _except(pages: Iterable[Rendered], keep: Callable[[str], bool], skipped: set[str]) -> Iterator[Rendered]:
-    """The pages keep does not name; the ones it names are added to skipped."""
+def _except(
+    pages: Iterable[Rendered], keep: Callable[[str], bool], skipped: set[str], passed: list[str]
+) -> Iterator[Rendered]:
+    """The pages keep does not name, each added to passed; the ones it names are added to skipped."""
     for page, html in pages:
         if keep(page):
             skipped.add(page)
         else:
+            passed.append(page)
             yield page, html
 
 

@@ -98,6 +98,18 @@ def code_digest(templates: Path, extra: Iterable[Any] = ()) -> str:
     return h.hexdigest()
 
 
+def forget_pages(folder: Path, pages: Iterable[str]) -> None:
+    """Drop pages from the record of what the site built with the cache in folder holds: the next build writes them."""
+    pages = set(pages)
+    manifest = folder / "site.json"
+    try:
+        found = json.loads(manifest.read_text(encoding="utf-8")) if pages else None
+    except (OSError, ValueError):
+        return
+    if isinstance(found, dict) and pages & found.keys():
+        replace_file(manifest, json.dumps({k: v for k, v in found.items() if k not in pages}).encode("utf-8"))
+
+
 class PageCache:
     """HTML of rendered pages under folder/, one file per key; pages no build used are pruned."""
 

@@ -7,18 +7,21 @@ import gc
 import http.server
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from generator.build import THEME, build, cache_folder, source_memo
+from generator.build import THEME, build, cache_folder
+from generator.cache import forget_pages
 from generator.errors import ContentError, TrainwreckError
 from generator.link import Catalog
 from generator.render import Renderer
-from generator.search import SearchPlan, reindex
+from generator.search import die_with_parent, reindex
 from generator.validate import check_entry_file
 from generator.write import write_files
 
@@ -131,38 +134,34 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 class _Rebuilder:
-    """Rebuilds on change: a saved entry's page at once, the rest in the background, the search index last.
+    """Rebuilds on change: a saved entry's page at once, from the first build's catalog; the rest in a child process.
 
-    The other changed pages are written in place by one rebuild for all the saves made while the last
-    one ran.
+    The other changed pages are written in place, and the search index replaced, by one rebuild for all
+    the saves made while the last one ran. That rebuild runs as a process of its own at a lower priority:
+    in this one it would hold the interpreter for hundreds of milliseconds at a time (loading the memo,
+    taking page keys) while the next saved page waits, and this process's memory would hold two catalogs.
     """
 
     def __init__(self, root: Path, out_dir: Path, changes: Changes) -> None:
         self.root, self.out_dir, self.changes = root, out_dir, changes
-        self.memo = source_memo(out_dir)
-        self.plan: SearchPlan | None = None  # the search index of the last rebuild
-        self.catalog: Catalog | None = None  # the content of the last rebuild
+        self.catalog: Catalog | None = None  # the first build's content, with each entry saved since
         self.renderer: Renderer | None = None  # kept, so an edited page renders with compiled templates
-        self.wanted = threading.Event()  # set when the pages changed since the index was last built
         self.pending: set[str] = set()  # paths changed since the last rebuild began
+        self.previewed: set[str] = set()  # pages written on their own since the last rebuild began
         self.lock = threading.Lock()
         self.more = threading.Event()  # set when pending has paths
-        self.written: dict[str, float] = {}  # page to when it was written on its own, ahead of a rebuild
-        threading.Thread(target=self._index_forever, daemon=True).start()
         threading.Thread(target=self._rebuild_forever, daemon=True).start()
 
     def first(self) -> str:
         """Build the whole site once; return its base path."""
-        result = build(self.root, self.out_dir, memo=self.memo)
-        self.plan = result.search
+        result = build(self.root, self.out_dir)
         self.catalog = result.catalog
         if result.catalog is not None and result.catalog.entries:
             self.renderer = Renderer(result.catalog, THEME / "templates")
             # Compile the entry template now rather than when the first edit is saved.
             self.renderer.render(self.renderer.render_entry(next(iter(result.catalog.entries.values()))))
-        # What the first build left (the memo of every entry, the catalog) lives as long as the server:
-        # kept out of the collector's walks, a full collection in a rebuild no longer stalls, for as long
-        # as it walks millions of objects, the thread that writes a saved entry's page.
+        # What the first build left (the catalog) lives as long as the server: kept out of the
+        # collector's walks, a full collection never stalls the writing of a saved entry's page.
         gc.freeze()
         return result.base_path
 
@@ -170,12 +169,13 @@ class _Rebuilder:
         """Take a change to paths: write a saved entry's page now and ask the background for the rest."""
         started = time.perf_counter()
         edited = self._edited_page(paths)
+        with self.lock:
+            if edited:
+                self.previewed.add(edited)
+            self.pending |= paths
         if edited:
-            self.written[edited] = time.monotonic()
             self.changes.publish([edited], False)
             print(f"Rebuilt {edited} in {time.perf_counter() - started:.3f}s.", flush=True)
-        with self.lock:
-            self.pending |= paths
         self.more.set()
 
     def _rebuild_forever(self) -> None:
@@ -185,39 +185,40 @@ class _Rebuilder:
             self.more.clear()
             with self.lock:
                 paths, self.pending = self.pending, set()
-            self.rebuild(paths)
+                previewed, self.previewed = self.previewed, set()
+            self.rebuild(paths, previewed)
 
-    def rebuild(self, paths: set[str]) -> None:
-        """Rebuild after a change to paths and tell the open pages; a broken edit keeps the last good site."""
-        started, began = time.perf_counter(), time.monotonic()
+    def rebuild(self, paths: set[str], previewed: Iterable[str] = ()) -> None:
+        """Rebuild in a child process after a change to paths, and tell the open pages what it changed.
 
-        def newer(page: str) -> bool:
-            # Written on its own since this rebuild began: this rebuild may have read the file before that.
-            return self.written.get(page, 0.0) > began
-
-        try:
-            quick = build(self.root, self.out_dir, search=False, update=True, memo=self.memo, keep=newer)
-        except ContentError as exc:
-            print(exc.report() + "\nThe previous site is still being served.", flush=True)
-            return
-        except TrainwreckError as exc:
-            print(f"error: {exc}\nThe previous site is still being served.", flush=True)
-            return
-        self.catalog = quick.catalog
-        if self.plan is None or quick.search.keys != self.plan.keys:
-            self.plan = quick.search
-            self.wanted.set()
+        A page previewed on its own was rendered from an older catalog: it is forgotten from the record of
+        what the site holds, so the rebuild writes it whatever its key.
+        """
+        started = time.perf_counter()
+        forget_pages(cache_folder(self.out_dir), previewed)
         assets = any(Path(p).is_relative_to(self.root / "static") for p in paths)
-        if quick.rendered or assets:
-            self.changes.publish(quick.rendered, assets)
-            print(f"Rebuilt {len(quick.rendered)} of {quick.pages} pages in {time.perf_counter() - started:.2f}s.")
+        for news in _run_rebuild(self.root, self.out_dir):
+            if "problems" in news:
+                print(f"{news['problems']}\nThe previous site is still being served.", flush=True)
+            elif "error" in news:
+                print(f"error: {news['error']}\nThe previous site is still being served.", flush=True)
+            elif "changed" in news:
+                changed: list[str] = news["changed"]
+                if changed or assets:
+                    self.changes.publish(changed, assets)
+                    took = time.perf_counter() - started
+                    print(f"Rebuilt {len(changed)} of {news['pages']} pages in {took:.2f}s.", flush=True)
+            elif "search" in news:
+                print("Search index updated.", flush=True)
+            elif "search_error" in news:
+                print(f"error: the search index was not updated: {news['search_error']}", flush=True)
 
     def _edited_page(self, paths: set[str]) -> str | None:
-        """Write the page of the one entry just saved, from its file and the last build, before anything else.
+        """Write the page of the one entry just saved, from its file and the first build, before anything else.
 
         The page is the one its author is looking at. What else the edit changes (lists that show its
-        title or summary, the index, search) follows in the full rebuild, which writes this page again if
-        its context changed too. Return the page's path, or None when the change is not one entry's.
+        title or summary, the index, search) follows in the full rebuild, which writes this page again.
+        Return the page's path, or None when the change is not one entry's.
         """
         if len(paths) != 1 or self.catalog is None or self.renderer is None:
             return None
@@ -229,38 +230,83 @@ class _Rebuilder:
             raw = path.read_bytes()
         except OSError:
             return None
-        checked = check_entry_file((display, raw))
-        self.memo.put(self.memo.key(display, raw), checked)  # the full rebuild finds it checked
-        card, problems = checked[0], checked[1]
+        card, problems = check_entry_file((display, raw))[:2]
         if problems or card is None or self.catalog.entry_paths.get(card.id) != display:
             return None  # broken, renamed or new: the full rebuild reports or places it
-        self.renderer.catalog = replace(self.catalog, entries={**self.catalog.entries, card.id: card})
+        self.catalog = replace(self.catalog, entries={**self.catalog.entries, card.id: card})
+        self.renderer.catalog = self.catalog
         view = self.renderer.render_entry(card)
         write_files(self.out_dir, {view.path: self.renderer.render(view)}, atomic=True)
         return view.path
 
-    def _index_forever(self) -> None:
-        # Only the shards holding changed documents are indexed again; an edit made meanwhile is indexed
-        # on the next round.
-        _yield_to_saves()
-        while True:
-            self.wanted.wait()
-            self.wanted.clear()
-            plan = self.plan
-            if plan is None:
-                continue
-            try:
-                reindex(self.out_dir, plan, cache_folder(self.out_dir) / "search")
-                print("Search index updated.", flush=True)
-            except TrainwreckError as exc:
-                print(f"error: the search index was not updated: {exc}", flush=True)
+
+# The child that rebuilds: the generator importable as this process imports it, whatever the working folder.
+_CHILD = "from generator.serve import rebuild_child; rebuild_child()"
+_HOME = str(Path(__file__).resolve().parent.parent)
+
+
+def _run_rebuild(root: Path, out_dir: Path) -> Iterator[dict[str, Any]]:
+    """Run one rebuild in a child process (at this thread's priority) and yield what it reports, line by line."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_HOME, os.environ.get("PYTHONPATH")]))}
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(root), str(out_dir)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            env=env,
+            preexec_fn=die_with_parent,
+        )
+    except OSError as exc:
+        yield {"error": f"could not start the rebuild: {exc}"}
+        return
+    assert child.stdout is not None
+    ended = False
+    for line in child.stdout:
+        news = json.loads(line)
+        ended = ended or "changed" in news or "problems" in news or "error" in news
+        yield news
+    if child.wait() != 0 and not ended:
+        yield {"error": f"the rebuild stopped with exit status {child.returncode}"}
+
+
+def rebuild_child() -> None:
+    """In the child: rebuild ROOT's site in OUT in place, index its search, and report each step as a JSON line."""
+    root, out_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    began = time.time_ns()
+
+    def newer(page: str) -> bool:
+        # Written on its own since this rebuild began: this rebuild may have read its entry before the save.
+        try:
+            return (out_dir / page).stat().st_mtime_ns > began
+        except OSError:
+            return False
+
+    def say(**news: object) -> None:
+        print(json.dumps(news), flush=True)
+
+    try:
+        result = build(root, out_dir, search=False, update=True, keep=newer)
+    except ContentError as exc:
+        say(problems=exc.report())
+        return
+    except TrainwreckError as exc:
+        say(error=str(exc))
+        return
+    say(changed=list(result.written), pages=result.pages)
+    if result.written:
+        try:
+            reindex(out_dir, result.search, cache_folder(out_dir) / "search")
+            say(search=True)
+        except TrainwreckError as exc:
+            say(search_error=str(exc))
 
 
 def _yield_to_saves() -> None:
-    """Lower this thread's priority, and so that of the workers and Pagefind processes it starts.
+    """Lower this thread's priority, and so that of the rebuild it starts (its workers and Pagefind too).
 
     The background rebuild and indexing use both cores for seconds on a large site; the page of an entry
-    just saved must not wait for them. Linux gives each thread a priority of its own.
+    just saved must not wait for them. Linux gives each thread a priority of its own, which a process
+    started from it inherits.
     """
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
@@ -281,8 +327,6 @@ def _saved_since(paths: list[Path], since_ns: int) -> Iterator[str]:
 
 def serve(root: Path, out_dir: Path, port: int, *, watch: bool = True, live: bool = True) -> None:
     """Build once, then serve out_dir until interrupted, rebuilding on change."""
-    # The saved entry's page and the background rebuild share one interpreter: hand it over often.
-    sys.setswitchinterval(0.001)
     changes = Changes()
     rebuilder = _Rebuilder(root, out_dir, changes)
     began = time.time_ns()

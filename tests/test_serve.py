@@ -53,7 +53,10 @@ def test_serve_rebuilds_on_change_and_survives_a_broken_edit(corpus: Path, tmp_p
         entry = corpus / "entries/demo/demo-nan.yaml"
         original = entry.read_text(encoding="utf-8")
         entry.write_text(original.replace("title: Demo loss turns NaN", "title: Demo loss turns Inf"), encoding="utf-8")
-        assert _wait_for(lambda: "Demo loss turns Inf" in _get(url)), "the change was not rebuilt"
+        assert _wait_for(lambda: "Demo loss turns Inf" in _get(url)), "the saved page was not rebuilt"
+        # The list of every failure shows the new title once the rest of the site is rebuilt.
+        listing = f"http://127.0.0.1:{port}/docs/failures/"
+        assert _wait_for(lambda: "Demo loss turns Inf" in _get(listing)), "the change was not rebuilt"
         entry.write_text(original.replace("severity: medium", "severity: severe"), encoding="utf-8")
         time.sleep(3)
         assert "Demo loss turns Inf" in _get(url), "a broken edit must leave the last good site served"
@@ -143,3 +146,32 @@ def test_the_page_written_first_is_the_page_a_clean_build_writes(corpus: Path, t
     )
     assert rebuilder._edited_page({str(entry)}) is None
     assert rebuilder._edited_page({str(corpus / "tags.yaml")}) is None
+
+
+def test_a_rebuild_rewrites_a_previewed_page_even_when_its_key_is_unchanged(corpus: Path, tmp_path: Path) -> None:
+    from generator.build import build
+    from generator.serve import Changes, _Rebuilder
+    from generator.write import write_files
+
+    changes = Changes()
+    rebuilder = _Rebuilder(corpus, tmp_path / "served", changes)
+    rebuilder.first()
+    gc.unfreeze()
+    page = tmp_path / "served" / "failures/demo-nan/index.html"
+    # A preview is rendered from the first build's catalog, which later saves leave behind; the rebuild
+    # that follows must not trust the record of the page it replaced.
+    write_files(
+        tmp_path / "served",
+        {"failures/demo-nan/index.html": "<html>a preview from an older catalog</html>\n"},
+        atomic=True,
+    )
+    rebuilder.rebuild(set(), previewed={"failures/demo-nan/index.html"})
+    build(corpus, tmp_path / "clean", cache=False, search=False)
+    assert page.read_bytes() == (tmp_path / "clean" / "failures/demo-nan/index.html").read_bytes()
+    assert changes.news["changed"] == ["failures/demo-nan/index.html"]
+    # Without the preview named, an unchanged page is left as the folder holds it.
+    write_files(
+        tmp_path / "served", {"failures/demo-nan/index.html": "<html>written by someone else</html>\n"}, atomic=True
+    )
+    rebuilder.rebuild(set())
+    assert "someone else" in page.read_text(encoding="utf-8")
