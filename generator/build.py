@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.cache import PageCache, code_digest, package_digest
+from generator.cache import SITE, SPARE, PageCache, Record, code_digest, package_digest, read_record, write_record
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
 from generator.errors import BuildError, Problem, StrictModeError
@@ -21,19 +21,24 @@ from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import Rendered, Renderer, example_files, page_views, render_views
-from generator.search import SearchPlan, die_with_parent, index_search, search_plan
+from generator.search import BUNDLE, SearchPlan, die_with_parent, index_search, search_plan, shards
 from generator.validate import validate_sources
 from generator.write import (
+    clear_folders,
     copy_static,
     is_site,
+    remove_files,
     remove_pages_except,
     staging,
+    sweep_folder,
     write_files,
     write_pages,
 )
 
 # Templates and static assets ship beside the package; content may live anywhere.
 THEME = Path(__file__).resolve().parent.parent
+# The folders of a site written whole by every build, never file by file.
+WHOLE = ("static", "api", BUNDLE.strip("/"))
 # Objects made between two collections of the youngest generation while a build runs (Python's default is 700).
 BUILD_COLLECTION_THRESHOLD = 100_000
 
@@ -53,6 +58,7 @@ class BuildResult:
     indexed: int = 0  # search shards Pagefind indexed (the others were as the cache kept them)
     catalog: Catalog | None = None  # the content built, for `serve` to render an edited page from
     written: tuple[str, ...] = ()  # in an update, the pages written (rendered now or taken from the cache)
+    shards: int = 0  # search shards the index is in
 
 
 def load_catalog(root: Path, memo: Memo | None = None, jobs: int = 1) -> Catalog:
@@ -152,38 +158,65 @@ def _build(
         "static/diagnose-rules.js": browser_rules(),
     }
 
+    folder = cache_folder(out_dir)
+    paths = {view.path for view in views}
     if update and store and is_site(out_dir):
         # Only what changed, file by file, while the server reads the folder.
+        held = read_record(folder, SITE, salt)
         copy_static(theme / "static", out_dir)
         write_files(out_dir, files, atomic=True)
         write_signature_index(out_dir, catalog, records, atomic=True)
-        fresh = render_views(renderer, views, store, jobs or _cores(), rendered.append, written=store.site())
+        fresh = render_views(
+            renderer, views, store, jobs or _cores(), rendered.append, written=held.pages if held else {}
+        )
         write_pages(out_dir, _except(fresh, keep, skipped, changed), atomic=True)
-        remove_pages_except(out_dir, {view.path for view in views})
+        if held is None:
+            remove_pages_except(out_dir, paths)
+        else:
+            remove_files(out_dir, (held.pages.keys() - paths) | (held.files - files.keys()))
     else:
-        # Into a staging folder: Pagefind indexes the search documents and the signature index is written
-        # while the pages are rendered over the cores and written as they come.
-        with staging(out_dir, len(views)) as stage:
-            kept = cache_folder(out_dir) / "search" if cache else None
+        # Into a staging folder: the spare (the site before the last build, brought up to date) or a new
+        # one. Pagefind indexes the search documents and the signature index is written while the pages
+        # are rendered over the cores and written as they come.
+        spare = folder / "spare" if store else None
+        held = read_record(folder, SPARE, salt) if store else None
+        before = read_record(folder, SITE, salt) if store else None
+        write_record(folder, SPARE, salt, None)  # until the spare is recorded again, it is not to be trusted
+        with staging(out_dir, len(views), spare, reuse=held is not None) as stage:
+            if stage != spare:
+                held = None
+            elif held is not None:
+                clear_folders(stage, WHOLE)  # before the search index and signature index are written
+            kept = folder / "search" if cache else None
             indexing = _Beside(index_search if search else None, stage, plan, kept, jobs or _cores())
             signing = _Beside(write_signature_index, stage, catalog, records)
             try:
+                if held is not None:
+                    sweep_folder(stage, set(held.pages) | held.files, skip=WHOLE)
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
-                pages = render_views(renderer, views, store, jobs or _cores(), rendered.append)
-                write_pages(stage, pages)
+                pages = render_views(
+                    renderer, views, store, jobs or _cores(), rendered.append, written=held.pages if held else None
+                )
+                write_pages(stage, pages, atomic=held is not None)
+                if held is not None:
+                    remove_files(stage, (held.pages.keys() - paths) | (held.files - files.keys()))
             finally:
                 indexing.join()
                 signing.join()
             indexed = indexing.result() or 0
             signing.result()
+            write_record(folder, SITE, salt, None)  # the folder swapped in next is not the one recorded
+        if spare is not None and spare.is_dir():
+            write_record(folder, SPARE, salt, before)  # the site just replaced, kept as the spare
     if store:
         # A page left as someone else wrote it is not recorded as this build's, so the next one writes it.
-        store.site({view.path: store.key(view) for view in views if view.path not in skipped})
+        pages_now = {view.path: store.key(view) for view in views if view.path not in skipped}
+        write_record(folder, SITE, salt, Record(pages_now, frozenset(files)))
         store.prune()
     else:
         # What the folder now holds is not what the cache last recorded.
-        (cache_folder(out_dir) / "site.json").unlink(missing_ok=True)
+        write_record(folder, SITE, "", None)
 
     signatures = sum(len(e.signatures) for e in catalog.entries.values())
     return BuildResult(
@@ -198,6 +231,7 @@ def _build(
         indexed,
         catalog,
         tuple(changed),
+        len(shards(plan.views)) if search else 0,
     )
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import pickle
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -98,16 +99,54 @@ def code_digest(templates: Path, extra: Iterable[Any] = ()) -> str:
     return h.hexdigest()
 
 
+SITE = "site.json"  # what the site folder holds
+SPARE = "spare.json"  # what the spare folder holds: the site before the last build, which the next build updates
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a site folder holds, as the build that wrote it recorded: each page's key, and its other files."""
+
+    pages: dict[str, str]
+    files: frozenset[str] = frozenset()  # besides pages and the static/, api/ and pagefind/ folders
+
+
+def read_record(folder: Path, name: str, salt: str) -> Record | None:
+    """The record name in the cache folder, or None when there is none, it is damaged or another salt wrote it."""
+    try:
+        found = json.loads((folder / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(found, dict) and found.get("salt") == salt):
+        return None
+    return Record(found.get("pages", {}), frozenset(found.get("files", [])))
+
+
+def write_record(folder: Path, name: str, salt: str, record: Record | None) -> None:
+    """Keep record as name in the cache folder, or, given None, drop it; one that cannot be written costs time only."""
+    path = folder / name
+    try:
+        if record is None:
+            path.unlink(missing_ok=True)
+            return
+        data = {"salt": salt, "pages": record.pages, "files": sorted(record.files)}
+        folder.mkdir(parents=True, exist_ok=True)
+        replace_file(path, json.dumps(data).encode("utf-8"))
+    except OSError:
+        pass
+
+
 def forget_pages(folder: Path, pages: Iterable[str]) -> None:
     """Drop pages from the record of what the site built with the cache in folder holds: the next build writes them."""
     pages = set(pages)
-    manifest = folder / "site.json"
+    path = folder / SITE
     try:
-        found = json.loads(manifest.read_text(encoding="utf-8")) if pages else None
+        found = json.loads(path.read_text(encoding="utf-8")) if pages else None
     except (OSError, ValueError):
         return
-    if isinstance(found, dict) and pages & found.keys():
-        replace_file(manifest, json.dumps({k: v for k, v in found.items() if k not in pages}).encode("utf-8"))
+    if isinstance(found, dict) and isinstance(found.get("pages"), dict) and pages & found["pages"].keys():
+        found["pages"] = {k: v for k, v in found["pages"].items() if k not in pages}
+        replace_file(path, json.dumps(found).encode("utf-8"))
 
 
 class PageCache:
@@ -121,10 +160,11 @@ class PageCache:
         self._keys: dict[str, tuple[PageView, str]] = {}  # keys whose file was read whole or written by this build
 
     def key(self, view: PageView) -> str:
-        """The key of a page: its view, under this build's code and configuration."""
+        """The key of a page: its view (its recipe, where it has one), under this build's code and configuration."""
         known = self._keys.get(view.path)
         if known is None or known[0] is not view:
-            known = self._keys[view.path] = (view, digest([self.salt, view.path, view.template, view.context]))
+            made_from = view.context if view.recipe is None else view.recipe
+            known = self._keys[view.path] = (view, digest([self.salt, view.path, view.template, made_from]))
         return known[1]
 
     def file(self, key: str) -> Path | None:
@@ -149,21 +189,6 @@ class PageCache:
     def keep(self, key: str) -> None:
         """Keep key's page through this build's pruning without reading it."""
         self.used.add(key)
-
-    def site(self, pages: dict[str, str] | None = None) -> dict[str, str]:
-        """Read (or, given pages, write) the path-to-key map of the site last written with this cache."""
-        manifest = self.folder.parent / "site.json"
-        if pages is None:
-            try:
-                found = json.loads(manifest.read_text(encoding="utf-8"))
-                return found if isinstance(found, dict) and found.get("salt") == self.salt else {}
-            except (OSError, ValueError):
-                return {}
-        try:
-            manifest.write_text(json.dumps({**pages, "salt": self.salt}), encoding="utf-8")
-        except OSError:
-            pass
-        return pages
 
     def put(self, key: str, html: bytes) -> Path | None:
         """Keep html under key and return its file; a cache that cannot be written only costs the next build time."""

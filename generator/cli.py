@@ -40,7 +40,6 @@ def _root(args: argparse.Namespace) -> Path:
 def cmd_build(args: argparse.Namespace) -> int:
     """Build the site."""
     from generator.build import build
-    from generator.search import shards as search_shards
 
     root = _root(args)
     out = Path(args.out) if args.out else root / "site"
@@ -48,8 +47,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     result = build(root, out, strict=args.strict, search=not args.no_search, cache=not args.no_cache, jobs=args.jobs)
     _warn(result.warnings, args.quiet)
     seconds = time.perf_counter() - started
-    shards = len(search_shards(result.search.views))
-    searched = f", {result.indexed} of {shards} search shards indexed" if not args.no_search else ""
+    searched = f", {result.indexed} of {result.shards} search shards indexed" if not args.no_search else ""
     print(
         f"Built {result.pages} pages ({result.entries} entries, {result.signatures} signatures) "
         f"into {result.out_dir} in {seconds:.1f}s with {len(result.warnings)} warning(s) "

@@ -200,12 +200,47 @@ class FailuresContext:
 
 
 @dataclass(frozen=True)
-class PageView:
-    """One page to write: its output path, its template, and everything that template reads."""
+class EntryRecipe:
+    """What an entry page's context is made from, and far smaller: the entry, and names and digests of the rest."""
 
-    path: str
-    template: str
-    context: Any  # one of the *Context classes, holding plain data only
+    entry: EntryCard  # its digest stands for the entry
+    category_name: str
+    systems: tuple[tuple[str, str, str | None], ...]
+    tags: tuple[tuple[str, str], ...]
+    hubs: tuple[tuple[str, str], ...]
+    related: tuple[str, ...]  # the digests of the entries listed, which their rows are made from
+    backlinks: tuple[str, ...]
+    edit_url: str
+    siblings: tuple[str, int, int]  # the shelf's digest, and where the window on it starts and stops
+
+
+class PageView:
+    """One page to write: its output path, its template, and everything that template reads.
+
+    A view with a recipe makes its context only when the context is first read: its page cache key is
+    taken from the recipe, so a build that finds the page in the cache never makes the context at all.
+    """
+
+    __slots__ = ("path", "template", "recipe", "_context", "_make")
+
+    def __init__(
+        self,
+        path: str,
+        template: str,
+        context: Any = None,
+        *,
+        recipe: Any = None,
+        make: Callable[[], Any] | None = None,
+    ) -> None:
+        self.path, self.template, self.recipe = path, template, recipe
+        self._context, self._make = context, make
+
+    @property
+    def context(self) -> Any:
+        """One of the *Context classes, holding plain data only."""
+        if self._context is None and self._make is not None:
+            self._context, self._make = self._make(), None
+        return self._context
 
 
 def _environment(templates: Path) -> jinja2.Environment:
@@ -349,38 +384,60 @@ class Renderer:
 
     def render_entry(self, entry: EntryCard) -> PageView:
         """Render /failures/<id>/."""
+        related = self.catalog.related.get(entry.id, [])
+        backlinks = [i for i in self.catalog.backlinks.get(entry.id, []) if i not in related]
+        siblings = self._siblings(entry)
+        recipe = EntryRecipe(
+            entry,
+            CATEGORIES[entry.category].name,
+            tuple((s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems),
+            tuple((t, self.catalog.tags[t].title) for t in entry.tags),
+            tuple((h.hub, self.catalog.hubs[h.hub].title) for h in entry.hubs),
+            tuple(self.catalog.entries[i].digest for i in related),
+            tuple(self.catalog.entries[i].digest for i in backlinks),
+            self._edit_url(self.catalog.entry_paths[entry.id]),
+            (siblings.shelf.digest, siblings.start, siblings.stop),
+        )
         path = entry_path(entry.id)
-        article = jsonld.entry_article(entry, self.site, path, [self.catalog.tags[t].title for t in entry.tags])
+        return PageView(
+            path + "index.html",
+            "entry.html",
+            recipe=recipe,
+            make=lambda: self._entry_context(recipe, related, backlinks, siblings),
+        )
+
+    def _entry_context(
+        self, recipe: EntryRecipe, related: list[str], backlinks: list[str], siblings: Window
+    ) -> EntryPageContext:
+        """The context of an entry page, made from its recipe."""
+        entry = recipe.entry
+        path = entry_path(entry.id)
+        article = jsonld.entry_article(entry, self.site, path, [title for _, title in recipe.tags])
         page = self._page(
             path,
             entry.title,
             entry.description,
             [
                 ("All failures", "failures/"),
-                (CATEGORIES[entry.category].name, f"categories/{entry.category}/"),
+                (recipe.category_name, f"categories/{entry.category}/"),
                 (entry.title, path),
             ],
             jsonld=[article],  # the FAQ's follows once its Markdown is rendered
             og_type="article",
         )
-        context = EntryPageContext(
+        return EntryPageContext(
             page=page,
             entry=entry,
             faq=[],
-            related=[self.row(i) for i in self.catalog.related.get(entry.id, [])],
-            backlinks=[
-                self.row(i)
-                for i in self.catalog.backlinks.get(entry.id, [])
-                if i not in self.catalog.related.get(entry.id, [])
-            ],
-            edit_url=self._edit_url(self.catalog.entry_paths[entry.id]),
-            category_name=CATEGORIES[entry.category].name,
-            systems=[(s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems],
-            tags=[(t, self.catalog.tags[t].title) for t in entry.tags],
-            hubs=[(h.hub, self.catalog.hubs[h.hub].title) for h in entry.hubs],
-            siblings=self._siblings(entry),
+            related=[self.row(i) for i in related],
+            backlinks=[self.row(i) for i in backlinks],
+            edit_url=recipe.edit_url,
+            category_name=recipe.category_name,
+            systems=list(recipe.systems),
+            tags=list(recipe.tags),
+            hubs=list(recipe.hubs),
+            siblings=siblings,
         )
-        return self._view(path + "index.html", "entry.html", context)
 
     def _siblings(self, entry: EntryCard) -> Window:
         """The category's entries by title around this one, at most SIDENAV_LIMIT: the rest are a click away."""
@@ -621,8 +678,8 @@ def page_views(renderer: Renderer) -> list[PageView]:
     return sorted(views, key=lambda view: view.path)
 
 
-# Below this many pages to render, starting worker processes costs more than it saves.
-PARALLEL_MIN = 8
+# Below this many pages to render, forking worker processes from a large build costs more than it saves.
+PARALLEL_MIN = 64
 _WORK: tuple[Renderer, list[PageView]] | None = None  # what forked workers inherit
 
 

@@ -141,6 +141,20 @@ def remove_pages_except(out_dir: Path, keep: set[str]) -> None:
             page.unlink()
 
 
+def remove_files(root: Path, files: Iterable[str]) -> None:
+    """Remove the files named under root (those of deleted entries, tags and hubs), and folders left empty."""
+    for relative in sorted(files):
+        target = root / relative
+        target.unlink(missing_ok=True)
+        for folder in target.parents:
+            if folder == root or not folder.is_relative_to(root):
+                break
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # not empty
+
+
 def copy_static(source: Path, root: Path) -> None:
     """Copy the static assets into root/static/."""
     shutil.copytree(source, root / "static", dirs_exist_ok=True)
@@ -179,11 +193,13 @@ def _remove_leftovers(out_dir: Path) -> None:
 
 
 @contextmanager
-def staging(out_dir: Path, pages: int = 0) -> Iterator[Path]:
-    """Yield a temporary folder beside out_dir; on success swap it in, on failure remove it.
+def staging(out_dir: Path, pages: int = 0, spare: Path | None = None, reuse: bool = False) -> Iterator[Path]:
+    """Yield a folder beside out_dir to write the site into; on success swap it in, on failure drop it.
 
-    pages is about how many pages the site holds: the previous site, when large, is removed by a process
-    of its own after the new one is in place, rather than before the build returns.
+    Given spare (a folder on out_dir's file system), the site replaced is kept there for the next build,
+    and with reuse the folder kept there is the one yielded, for the build to bring up to date rather than
+    write whole. Without spare, the previous site is removed, by a process of its own after the new one is
+    in place when it holds pages or more.
     """
     out_dir = out_dir.resolve()
     _check_replaceable(out_dir)
@@ -191,20 +207,97 @@ def staging(out_dir: Path, pages: int = 0) -> Iterator[Path]:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with _locked(out_dir):
             _remove_leftovers(out_dir)
+            reused = reuse and spare is not None and spare.is_dir()
+            if spare is not None and not reused and spare.exists():
+                _discard(spare, out_dir)  # what no record describes cannot be brought up to date
             # Same parent, so the final rename is atomic and never crosses file systems.
-            stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+            stage = (
+                spare
+                if reused and spare
+                else Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+            )
             try:
                 yield stage
                 (stage / MARKER).write_text("This folder is written by `trainwreck build`; it replaces it whole.\n")
                 os.chmod(stage, 0o755)
-                _swap(stage, out_dir, remove=_remove_later if pages >= REMOVE_LATER else _remove_now)
+                old = _swap(stage, out_dir)
             except BaseException:
-                shutil.rmtree(stage, ignore_errors=True)
+                if not reused:
+                    shutil.rmtree(stage, ignore_errors=True)
                 raise
+            if old is not None and spare is not None and _keep(old, spare):
+                return
+            if old is not None:
+                (_remove_later if pages >= REMOVE_LATER else _remove_now)(old)
     except OSError as exc:
         # A read-only or full disk: say so; the previous site is untouched.
         where = exc.filename or out_dir
         raise BuildError(f"cannot write the site to {out_dir}: {exc.strerror or exc} ({where})") from exc
+
+
+def _keep(old: Path, spare: Path) -> bool:
+    """Move the site just replaced to spare; False when it cannot be moved there."""
+    if old == spare:
+        return True
+    try:
+        spare.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(old, spare)
+    except OSError:
+        return False
+    return True
+
+
+def _discard(folder: Path, out_dir: Path) -> None:
+    """Remove a folder the build no longer wants: renamed as a leftover at once, removed in a process of its own."""
+    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+    try:
+        os.replace(folder, old / "x")
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+    _remove_later(old)
+
+
+def clear_folders(stage: Path, folders: Iterable[str]) -> None:
+    """Move the folders named out of a kept site at once (they are written whole again), and remove them later."""
+    trash = None
+    for name in folders:
+        if (stage / name).exists():
+            if trash is None:
+                trash = Path(tempfile.mkdtemp(prefix=f".{stage.name}.old-", dir=stage.parent))
+            os.replace(stage / name, trash / name)
+    if trash is not None:
+        _remove_later(trash)
+
+
+def sweep_folder(stage: Path, keep: set[str], skip: Iterable[str] = ()) -> None:
+    """Remove every file of a kept site that keep does not name, and folders left empty; the folders skip names stay.
+
+    What a build writes into a folder it reuses must leave it as a fresh folder would be: a file no
+    record names (an entry since deleted, one written by hand) must not survive into the next site.
+    """
+    keep = keep | {MARKER}
+    skipped = {f"{name}/" for name in skip}
+
+    def sweep(folder: Path, prefix: str) -> bool:
+        """Remove what keep does not name under folder; return whether folder is left empty."""
+        empty = True
+        with os.scandir(folder) as found:
+            for item in found:
+                relative = prefix + item.name
+                if item.is_dir(follow_symlinks=False):
+                    if relative + "/" in skipped:
+                        empty = False
+                    elif sweep(Path(item.path), relative + "/"):
+                        os.rmdir(item.path)
+                    else:
+                        empty = False
+                elif relative in keep:
+                    empty = False
+                else:
+                    os.unlink(item.path)
+        return empty
+
+    sweep(stage, "")
 
 
 def exchange(a: Path, b: Path) -> bool:
@@ -246,19 +339,14 @@ def _remove_later(path: Path) -> None:
         _remove_now(path)
 
 
-def _swap(
-    stage: Path,
-    out_dir: Path,
-    rename: Callable[[Path, Path], object] = os.replace,
-    remove: Callable[[Path], object] = _remove_now,
-) -> None:
+def _swap(stage: Path, out_dir: Path, rename: Callable[[Path, Path], object] = os.replace) -> Path | None:
+    """Put stage in out_dir's place; return where the site it replaced now is, or None when there was none."""
     if not out_dir.exists():
         rename(stage, out_dir)
-        return
+        return None
     if rename is os.replace and exchange(stage, out_dir):
         # One step: out_dir is the new site at every instant after it, and stage holds the old one.
-        remove(stage)
-        return
+        return stage
     old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
     old.rmdir()
     rename(out_dir, old)
@@ -267,4 +355,4 @@ def _swap(
     except OSError:
         rename(old, out_dir)
         raise
-    remove(old)
+    return old

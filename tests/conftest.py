@@ -45,7 +45,7 @@ def corpus_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def build_corpus(out: Path) -> None:
-    """Build the test corpus with each page in a search shard of its own, so the search page merges them."""
+    """Build the test corpus with as many search shards as pages (some stay empty), so the search page merges them."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(search, "SHARD_PAGES", 1)
         build(CORPUS, out)

@@ -256,3 +256,47 @@ def test_a_warm_build_appends_its_changes_to_the_memo_and_a_torn_tail_costs_only
     build(root, clean, search=False, theme=theme, cache=False)
     assert _tree(out) == _tree(clean)
     assert memo.stat().st_ino != grown.st_ino, "a memo with a torn tail is written whole at the next save"
+
+
+def _folders(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_dir()}
+
+
+def _unreferenced_entry(root: Path) -> Path:
+    """An entry no other file names, so that deleting it leaves the content valid."""
+    texts = {p: p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.yaml"))}
+    for path in sorted((root / "entries").rglob("*.yaml")):
+        entry_id = yaml.safe_load(texts[path])["id"]
+        if not any(entry_id in text for other, text in texts.items() if other != path):
+            return path
+    raise AssertionError("every entry is named by another file")
+
+
+def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path) -> None:
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    spare = cache_folder(out) / "spare"
+    first = build(root, out, theme=theme)  # Pagefind too: the spare's search bundle is replaced whole
+    assert first.indexed >= 1
+    folder = (out / "failures").stat().st_ino
+    deleted = _unreferenced_entry(root)
+    entry = next(p for p in sorted((root / "entries").rglob("*.yaml")) if p != deleted)
+    _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} Spareword."))
+    build(root, out, theme=theme)
+    assert spare.is_dir(), "the site replaced is kept for the next build"
+    (out / "written-by-hand.txt").write_text("no build wrote this")
+    deleted.unlink()  # its page and folder must go from the spare too
+    build(root, out, theme=theme)
+    assert (out / "failures").stat().st_ino == folder, "the first site, brought up to date, is the third"
+    _edit_yaml(entry, lambda d: d.update(title=f"{d['title']} Spareword"))
+    build(root, out, theme=theme)  # into the second site, which holds the file written by hand
+    build(root, clean, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+    assert _folders(out) == _folders(clean)
+    # A spare removed by hand, or one its record no longer describes, is not used.
+    shutil.rmtree(spare)
+    build(root, out, theme=theme)
+    (cache_folder(out) / "spare.json").unlink()
+    (spare / "index.html").write_text("a spare no record describes")
+    build(root, out, theme=theme)
+    assert _tree(out) == _tree(clean)

@@ -71,10 +71,10 @@ def test_a_hub_is_searched_by_its_error_strings_and_what_tells_them_apart() -> N
 def test_every_page_is_in_exactly_one_shard_and_the_first_lists_the_others(
     corpus_site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # corpus_site is built with a shard for every page.
+    # corpus_site is built with as many shards as pages, which its pages' digests share out.
     monkeypatch.setattr(search, "SHARD_PAGES", 1)
     layout = shards(list(_records(CORPUS).values()))
-    assert len(layout) == 3  # so the browser tests search a merged index
+    assert len(layout) >= 2  # so the browser tests search a merged index
     assert layout[0][0] == "pagefind/" and all(path.startswith("pagefind/shard-") for path, _ in layout[1:])
     listed = json.loads((corpus_site / "pagefind" / "shards.json").read_text())
     assert listed == [path.removeprefix("pagefind/") for path, _ in layout[1:]]
@@ -84,14 +84,14 @@ def test_every_page_is_in_exactly_one_shard_and_the_first_lists_the_others(
         assert (corpus_site / path / "pagefind.js").is_file() and (corpus_site / path / "pagefind-entry.json").is_file()
 
 
-def test_shards_are_even_and_a_new_page_moves_few_others() -> None:
-    records = [SearchRecord(f"failures/e{k}/index.html", "") for k in range(2500)]
+def test_shards_are_even_and_a_new_page_changes_only_its_own() -> None:
+    records = [SearchRecord(f"failures/e{k}/index.html", "") for k in range(search.SHARD_PAGES * 5 // 2)]
     layout = shards(records)
     assert len(layout) == 3 == search.shard_count(len(records))
     assert sorted(r.path for _, shard in layout for r in shard) == sorted(r.path for r in records)
-    assert all(abs(len(shard) - len(records) / 3) < 10 for _, shard in layout)
+    assert all(abs(len(shard) - len(records) / 3) < 0.2 * len(records) / 3 for _, shard in layout)
     assert all([r.path for r in shard] == sorted(r.path for r in shard) for _, shard in layout)
-    # An edit changes no record's path, hence no shard's membership; a new page changes one or two shards.
+    # An edit changes no record's path, hence no shard's membership; a new page changes its own shard only.
     for k in range(20):
         new = SearchRecord(f"failures/new-{k}/index.html", "")
         more = shards([*records, new])
@@ -99,9 +99,9 @@ def test_shards_are_even_and_a_new_page_moves_few_others() -> None:
         changed = [
             path
             for (path, before), (_, after) in zip(layout, more, strict=True)
-            if {r.path for r in before} != {r.path for r in after if r is not new}
+            if [r.path for r in before] != [r.path for r in after]
         ]
-        assert len(changed) <= 2, changed
+        assert changed == [next(path for path, shard in more if new in shard)]
 
 
 def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
