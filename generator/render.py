@@ -138,10 +138,19 @@ class ListPageContext:
 
 
 @dataclass(frozen=True)
+class EntryName:
+    """An entry as a hub's table names it: no more, so that its summary's edits leave the hub's page alone."""
+
+    id: str
+    title: str
+    severity: str
+
+
+@dataclass(frozen=True)
 class HubRow:
     """One row of a hub's comparison table."""
 
-    entry: EntryRow
+    entry: EntryName
     errors: list[str]
     silent: bool
     indicates: str
@@ -482,7 +491,8 @@ class Renderer:
     def _hub_row(self, entry_id: str, ref: HubRef) -> HubRow:
         entry = self.catalog.entries[entry_id]
         errors = [s.pattern for s in entry.signatures if not s.search_key][:2]
-        return HubRow(self.row(entry_id), errors, not entry.signatures, ref.indicates, ref.tell_apart)
+        name = EntryName(entry.id, entry.title, entry.severity)
+        return HubRow(name, errors, not entry.signatures, ref.indicates, ref.tell_apart)
 
     def render_list(self, kind: str, key: str) -> PageView:
         """Render a tag, category or system page."""
