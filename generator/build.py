@@ -191,8 +191,11 @@ def _build(
             indexing = _Beside(index_search if search else None, stage, plan, kept, jobs or _cores())
             signing = _Beside(write_signature_index, stage, catalog, records)
             try:
-                if held is not None:
-                    sweep_folder(stage, set(held.pages) | held.files, skip=WHOLE)
+                if held is not None and store is not None:
+                    inodes = store.inodes()
+                    found = {page: inodes.get(key, -1) for page, key in held.pages.items()}
+                    lost = sweep_folder(stage, {**found, **dict.fromkeys(held.files)}, skip=WHOLE)
+                    held = Record({page: key for page, key in held.pages.items() if page not in lost}, held.files)
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
                 pages = render_views(

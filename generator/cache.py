@@ -186,6 +186,14 @@ class PageCache:
         self.used.add(key)
         return path
 
+    def inodes(self) -> dict[str, int]:
+        """The inode of each key's file: a page linked from the cache is that file."""
+        try:
+            with os.scandir(self.folder) as found:
+                return {item.name.removesuffix(".html"): item.inode() for item in found if item.name.endswith(".html")}
+        except OSError:
+            return {}
+
     def keep(self, key: str) -> None:
         """Keep key's page through this build's pruning without reading it."""
         self.used.add(key)

@@ -262,7 +262,11 @@ def _run_rebuild(root: Path, out_dir: Path) -> Iterator[dict[str, Any]]:
     assert child.stdout is not None
     ended = False
     for line in child.stdout:
-        news = json.loads(line)
+        try:
+            news = json.loads(line)
+        except ValueError:
+            print(line.decode("utf-8", "replace"), end="", flush=True)  # printed by something else: passed on
+            continue
         ended = ended or "changed" in news or "problems" in news or "error" in news
         yield news
     if child.wait() != 0 and not ended:

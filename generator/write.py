@@ -269,14 +269,18 @@ def clear_folders(stage: Path, folders: Iterable[str]) -> None:
         _remove_later(trash)
 
 
-def sweep_folder(stage: Path, keep: set[str], skip: Iterable[str] = ()) -> None:
-    """Remove every file of a kept site that keep does not name, and folders left empty; the folders skip names stay.
+def sweep_folder(stage: Path, keep: dict[str, int | None], skip: Iterable[str] = ()) -> set[str]:
+    """Remove every file of a kept site but those keep names, and folders left empty; the folders skip names stay.
 
-    What a build writes into a folder it reuses must leave it as a fresh folder would be: a file no
-    record names (an entry since deleted, one written by hand) must not survive into the next site.
+    keep maps a path to the inode its file must have (a page is a link to its cache file), or None for
+    any. Return the paths keep names that the folder does not hold as named: a page written over by
+    hand, or removed, must be written again. What a build writes into a folder it reuses must leave it
+    as a fresh folder would be: a file no record names (an entry since deleted, one written by hand)
+    must not survive into the next site.
     """
-    keep = keep | {MARKER}
+    keep = {**keep, MARKER: None}
     skipped = {f"{name}/" for name in skip}
+    held: set[str] = set()
 
     def sweep(folder: Path, prefix: str) -> bool:
         """Remove what keep does not name under folder; return whether folder is left empty."""
@@ -291,13 +295,15 @@ def sweep_folder(stage: Path, keep: set[str], skip: Iterable[str] = ()) -> None:
                         os.rmdir(item.path)
                     else:
                         empty = False
-                elif relative in keep:
+                elif relative in keep and keep[relative] in (None, item.inode()):
+                    held.add(relative)
                     empty = False
                 else:
                     os.unlink(item.path)
         return empty
 
     sweep(stage, "")
+    return set(keep) - held
 
 
 def exchange(a: Path, b: Path) -> bool:

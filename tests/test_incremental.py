@@ -14,6 +14,7 @@ from generator import load
 from generator.build import THEME, build, cache_folder
 from generator.errors import ContentError
 from generator.load import Memo
+from generator.write import write_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -285,6 +286,9 @@ def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path
     build(root, out, theme=theme)
     assert spare.is_dir(), "the site replaced is kept for the next build"
     (out / "written-by-hand.txt").write_text("no build wrote this")
+    # A page no edit changes, replaced by hand (a new file, not the cache's), and one removed from the spare.
+    write_files(out, {"search/index.html": "<html>replaced by hand</html>\n"}, atomic=True)
+    (spare / "404.html").unlink()
     deleted.unlink()  # its page and folder must go from the spare too
     build(root, out, theme=theme)
     assert (out / "failures").stat().st_ino == folder, "the first site, brought up to date, is the third"
