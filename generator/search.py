@@ -17,6 +17,7 @@ import hashlib
 import html
 import json
 import os
+import pickle
 import queue
 import shutil
 import signal
@@ -31,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
-from generator.cache import digest
+from generator.cache import digest, package_digest
 from generator.errors import BuildError
 from generator.markup import markdown_text
 from generator.render import EntryPageContext, EntryRecipe, HubPageContext, PageView
@@ -50,6 +51,7 @@ BUCKETS = 1 << 16  # pages are laid out in this many buckets by a digest of thei
 # few enough that it never holds a shard's documents all at once.
 IN_FLIGHT = 32
 DONE = ".complete"  # marks a cached shard as whole
+DOCUMENTS = ".documents.pickle"  # beside a cached shard: its documents by path, with their keys
 SHARDS = "shards.json"  # in the first bundle: the folders of the others, relative to it
 SEARCHED = ("entry.html", "hub.html")  # the templates of the pages that have a search document
 
@@ -219,11 +221,16 @@ def _pagefind_version() -> str:
         return "?"
 
 
+def _settings(plan: SearchPlan) -> str:
+    """What every document and bundle also depends on: the generator's code, Pagefind's version and settings."""
+    return f"{package_digest().hex()}\0pagefind=={_pagefind_version()}\0{INCLUDE_CHARACTERS}\0{plan.language}\0"
+
+
 def _shard_key(plan: SearchPlan, views: list[PageView]) -> str | None:
-    """The cache key of a shard: Pagefind's version and settings, and each page's path and key."""
+    """The cache key of a shard: the settings, and each page's path and key."""
     if not plan.keys:
         return None
-    h = hashlib.sha256(f"pagefind=={_pagefind_version()}\0{INCLUDE_CHARACTERS}\0{plan.language}\0".encode())
+    h = hashlib.sha256(_settings(plan).encode())
     for view in views:
         h.update(f"{view.path}\0{plan.keys[view.path]}\0".encode())
     return h.hexdigest()
@@ -239,33 +246,42 @@ def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, job
     layout = shards(plan.views)
     keys = [_shard_key(plan, views) for _, views in layout]
     folders = [out_dir / path for path, _ in layout]
+    # The documents of the shards this build replaces: a changed shard's other documents are made again
+    # only if what they are made from changed.
+    settings = _settings(plan)
+    earlier = _earlier_documents(cache, {k for k in keys if k}, settings) if cache is not None and plan.keys else {}
 
     def one(k: int) -> bool:
         key = keys[k]
         kept = cache / key if cache is not None and key is not None else None
         if kept is not None and (kept / DONE).is_file():
-            link_tree(kept, folders[k], skip=DONE)
+            link_tree(kept, folders[k], skip=(DONE, DOCUMENTS))
             return False
         base = kept.parent if kept is not None else out_dir
         base.mkdir(parents=True, exist_ok=True)
         fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=base))
         try:
-            _index_shard(fresh, search_records(layout[k][1], plan.language))
+            records = _documents(layout[k][1], plan, earlier)
+            _index_shard(fresh, records)
             canonicalise_index(fresh)
             if kept is None:
                 link_tree(fresh, folders[k])
             else:
+                documents = {r.path: (plan.keys[r.path], r.html) for r in records}
+                (fresh / DOCUMENTS).write_bytes(pickle.dumps((settings, documents), protocol=pickle.HIGHEST_PROTOCOL))
                 (fresh / DONE).write_bytes(b"")
                 shutil.rmtree(kept, ignore_errors=True)
                 os.replace(fresh, kept)
-                link_tree(kept, folders[k], skip=DONE)
+                link_tree(kept, folders[k], skip=(DONE, DOCUMENTS))
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
         return True
 
     try:
+        # The shards to index first: Pagefind's work is the longest, and the links of the others fit beside it.
+        order = sorted(range(len(layout)), key=lambda k: _kept(cache, keys[k]))
         with ThreadPoolExecutor(max(1, min(jobs, len(layout)))) as pool:
-            indexed = sum(pool.map(one, range(len(layout))))
+            indexed = sum(pool.map(one, order))
         # The search page loads the first bundle and merges the others it finds listed beside it.
         others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
         (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)
@@ -277,6 +293,38 @@ def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, job
     except OSError as exc:
         raise BuildError(f"could not write the search index: {exc}") from exc
     return indexed
+
+
+def _earlier_documents(cache: Path, keys: set[str], settings: str) -> dict[str, tuple[str, str]]:
+    """The documents, by path with their keys, of the cached shards that keys no longer names, made as now."""
+    earlier: dict[str, tuple[str, str]] = {}
+    try:
+        stale = [folder for folder in cache.iterdir() if folder.name not in keys]
+    except OSError:
+        return earlier
+    for folder in stale:
+        try:
+            made_with, found = pickle.loads((folder / DOCUMENTS).read_bytes())
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError):
+            continue  # none, or damaged: its documents are made again
+        if made_with == settings and isinstance(found, dict):
+            earlier.update(found)
+    return earlier
+
+
+def _documents(views: list[PageView], plan: SearchPlan, earlier: dict[str, tuple[str, str]]) -> list[SearchRecord]:
+    """The search documents of views, in path order: taken from earlier where the key is the same, else made."""
+    taken = {v.path: earlier[v.path][1] for v in views if earlier.get(v.path, ("",))[0] == plan.keys.get(v.path)}
+    made = {r.path: r.html for r in search_records([v for v in views if v.path not in taken], plan.language)}
+    return [
+        SearchRecord(v.path, taken[v.path] if v.path in taken else made[v.path])
+        for v in sorted(views, key=lambda v: v.path)
+    ]
+
+
+def _kept(cache: Path | None, key: str | None) -> bool:
+    """Whether the cache holds a shard's bundle whole."""
+    return cache is not None and key is not None and (cache / key / DONE).is_file()
 
 
 def reindex(site: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> None:

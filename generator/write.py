@@ -108,13 +108,14 @@ def _link(source: Path, target: Path, atomic: bool) -> None:
     os.replace(partial, target)
 
 
-def link_tree(source: Path, target: Path, skip: str = "") -> None:
-    """Make target hold source's files, hard-linked where the file system allows (no bytes copied), else copied."""
+def link_tree(source: Path, target: Path, skip: Iterable[str] = ()) -> None:
+    """Make target hold source's files but those skip names, hard-linked where the file system allows, else copied."""
+    skip = set(skip)
     for folder, _dirs, names in os.walk(source):
         relative = Path(folder).relative_to(source)
         (target / relative).mkdir(parents=True, exist_ok=True)
         for name in names:
-            if name != skip:
+            if name not in skip:
                 link_file(Path(folder) / name, target / relative / name)
 
 

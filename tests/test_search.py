@@ -117,8 +117,20 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     assert build(root, warm).indexed == 0
     entry = next((root / "entries").rglob("cuda-oom.yaml"))
     _edit_yaml(entry, lambda d: d.update(summary="Searchableword " + d["summary"]))
+    made = tmp_path / "made.txt"  # the indexing runs in a process of its own
+
+    def counted(ctx, language: str) -> str:
+        with made.open("a") as f:
+            f.write(ctx.entry.id + "\n")
+        return real(ctx, language)
+
+    real = search._entry_document
+    monkeypatch.setattr(search, "_entry_document", counted)
     again = build(root, warm)
     assert again.indexed == 1
+    # The shard's other documents are the ones the last build made: only the edited entry's is made now.
+    assert made.read_text().split() == ["cuda-oom"]
+    monkeypatch.setattr(search, "_entry_document", real)
     build(root, clean, cache=False)
     assert _tree(warm) == _tree(clean)
     assert not cache_folder(clean).exists()
