@@ -111,15 +111,21 @@ def _link(source: Path, target: Path, atomic: bool) -> None:
 def link_tree(source: Path, target: Path, skip: Iterable[str] = ()) -> None:
     """Make target hold source's files but those skip names, hard-linked where the file system allows, else copied."""
     skip = set(skip)
-    for folder, _dirs, names in os.walk(source):
-        relative = Path(folder).relative_to(source)
-        (target / relative).mkdir(parents=True, exist_ok=True)
-        for name in names:
-            if name not in skip:
-                link_file(Path(folder) / name, target / relative / name)
+    target.mkdir(parents=True, exist_ok=True)
+    # Paths as strings and one scandir per folder: a search bundle is thousands of small files.
+    folders = [(os.fspath(source), os.fspath(target))]
+    while folders:
+        here, there = folders.pop()
+        with os.scandir(here) as found:
+            for item in found:
+                if item.is_dir(follow_symlinks=False):
+                    os.makedirs(os.path.join(there, item.name), exist_ok=True)
+                    folders.append((item.path, os.path.join(there, item.name)))
+                elif item.name not in skip:
+                    link_file(item.path, os.path.join(there, item.name))
 
 
-def link_file(source: Path, target: Path) -> None:
+def link_file(source: str | Path, target: str | Path) -> None:
     """Hard-link source at target, or copy it where links cannot be made; files are never changed in place."""
     try:
         os.link(source, target)
