@@ -186,7 +186,9 @@ def _build(
             if stage != spare:
                 held = None
             elif held is not None:
-                clear_folders(stage, WHOLE)  # before the search index and signature index are written
+                clear_folders(
+                    stage, WHOLE, out_dir, len(views)
+                )  # before the search index and signature index are written
             kept = folder / "search" if cache else None
             indexing = _Beside(index_search if search else None, stage, plan, kept, jobs or _cores())
             signing = _Beside(write_signature_index, stage, catalog, records)

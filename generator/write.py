@@ -216,7 +216,7 @@ def staging(out_dir: Path, pages: int = 0, spare: Path | None = None, reuse: boo
             _remove_leftovers(out_dir)
             reused = reuse and spare is not None and spare.is_dir()
             if spare is not None and not reused and spare.exists():
-                _discard(spare, out_dir)  # what no record describes cannot be brought up to date
+                _discard([spare], out_dir, pages)  # what no record describes cannot be brought up to date
             # Same parent, so the final rename is atomic and never crosses file systems.
             stage = (
                 spare
@@ -254,26 +254,27 @@ def _keep(old: Path, spare: Path) -> bool:
     return True
 
 
-def _discard(folder: Path, out_dir: Path) -> None:
-    """Remove a folder the build no longer wants: renamed as a leftover at once, removed in a process of its own."""
+def _discard(folders: Iterable[Path], out_dir: Path, pages: int) -> None:
+    """Remove folders the build no longer wants: moved beside out_dir as a leftover at once, then removed.
+
+    Those of a site of pages or more are removed by a process of its own; a leftover a killed build did
+    not remove, the next build into out_dir removes.
+    """
+    folders = [folder for folder in folders if folder.exists()]
+    if not folders:
+        return
     old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-    try:
-        os.replace(folder, old / "x")
-    except OSError:
-        shutil.rmtree(folder, ignore_errors=True)
-    _remove_later(old)
+    for k, folder in enumerate(folders):
+        try:
+            os.replace(folder, old / str(k))
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+    (_remove_later if pages >= REMOVE_LATER else _remove_now)(old)
 
 
-def clear_folders(stage: Path, folders: Iterable[str]) -> None:
-    """Move the folders named out of a kept site at once (they are written whole again), and remove them later."""
-    trash = None
-    for name in folders:
-        if (stage / name).exists():
-            if trash is None:
-                trash = Path(tempfile.mkdtemp(prefix=f".{stage.name}.old-", dir=stage.parent))
-            os.replace(stage / name, trash / name)
-    if trash is not None:
-        _remove_later(trash)
+def clear_folders(stage: Path, names: Iterable[str], out_dir: Path, pages: int = 0) -> None:
+    """Take the folders named out of a kept site of about pages pages (they are written whole again) and remove them."""
+    _discard([stage / name for name in names], out_dir.resolve(), pages)
 
 
 def sweep_folder(stage: Path, keep: dict[str, int | None], skip: Iterable[str] = ()) -> set[str]:
