@@ -3,7 +3,9 @@
 For each size it times, as wall time with the peak resident memory of the largest process:
 
 - **full**: a first build (empty page cache), every page kind and the Pagefind index included;
-- **warm**: the same build again after one entry's summary changed;
+- **warm, first**: the same build again after one entry's summary changed: the first build after a full
+  one, which has no spare folder yet (the site it replaces becomes that);
+- **warm**: a build after a second edit to that summary, into the spare, as every later build is;
 - **serve**: from saving that edit to the new text being served, while `serve` (or `hugo server`) runs,
   polling the page every 5 ms; the median of three edits.
 
@@ -142,6 +144,8 @@ def measure(size: int, work: Path, hugo: str, serve: bool = True) -> list[tuple[
 
     full = timed(ours)
     add_word(entry, "\nsummary: ", "Warmword")
+    first = timed(ours)
+    add_word(entry, "\nsummary: ", "Againword")
     warm = timed(ours)
 
     hugo_site = work / f"hugo-{size}"
@@ -149,10 +153,13 @@ def measure(size: int, work: Path, hugo: str, serve: bool = True) -> list[tuple[
     page = next(hugo_site.joinpath("content").rglob(f"{EDITED}.md"))
     hugo_full = timed([hugo, "--quiet"], cwd=hugo_site)
     add_word(page, "---\n\n", "Warmword")
+    hugo_first = timed([hugo, "--quiet"], cwd=hugo_site)
+    add_word(page, "---\n\n", "Againword")
     hugo_warm = timed([hugo, "--quiet"], cwd=hugo_site)
 
     rows = [
         ("full", full[0], hugo_full[0], full[1], hugo_full[1]),
+        ("warm, first", first[0], hugo_first[0], first[1], hugo_first[1]),
         ("warm", warm[0], hugo_warm[0], warm[1], hugo_warm[1]),
     ]
     print(f"\n{size:,} requested: {entries:,} entries here, {pages:,} Hugo pages", flush=True)
