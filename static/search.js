@@ -97,7 +97,10 @@ const [pagefind, shards] = await Promise.all([
 ]);
 await pagefind.options({ excerptLength: 24, baseUrl: app.dataset.base });
 await pagefind.init();
-for (const shard of shards) await pagefind.mergeIndex(new URL(shard, new URL(app.dataset.bundle, location.href)).pathname);
+// All at once: each is two requests before the first search, which one after another add up on a slow link.
+// Pagefind adds each index to its list when asked, so the order of the list stays the order of shards.json.
+const bundle = new URL(app.dataset.bundle, location.href);
+await Promise.all(shards.map((shard) => pagefind.mergeIndex(new URL(shard, bundle).pathname)));
 // Filters start open on a wide screen, beside the results; on a phone they would push the results
 // down as they fill in, so there they start closed.
 if (window.matchMedia("(max-width: 48rem)").matches) app.querySelector(".filter-box").open = false;

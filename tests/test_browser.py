@@ -71,6 +71,16 @@ def test_search_for_a_signature_lands_on_the_entry(browser, corpus_url: str) -> 
     ctx.close()
 
 
+def test_search_finds_a_page_of_a_merged_shard(browser, corpus_url: str) -> None:
+    # The corpus site's hub is in a shard of its own, which the search page merges into the first.
+    ctx, page, errors = _page(browser)
+    page.goto(corpus_url + "search/?q=demo%20hub")
+    page.wait_for_selector("#search-results li a", timeout=15000)
+    assert "The demo hub" in page.locator("#search-results li a").all_inner_texts()
+    assert errors == []
+    ctx.close()
+
+
 def test_search_filters_narrow_results(browser, corpus_url: str) -> None:
     ctx, page, errors = _page(browser)
     page.goto(corpus_url + "search/")
