@@ -186,26 +186,25 @@ def _build(
             if stage != spare:
                 held = None
             elif held is not None:
-                clear_folders(
-                    stage, WHOLE, out_dir, len(views)
-                )  # before the search index and signature index are written
+                # Before the search and signature indexes are written into them again.
+                clear_folders(stage, WHOLE, out_dir, len(views))
             kept = folder / "search" if cache else None
             indexing = _Beside(index_search if search else None, stage, plan, kept, jobs or _cores())
             signing = _Beside(write_signature_index, stage, catalog, records)
             try:
                 if held is not None and store is not None:
+                    # Only what this build writes too is kept: a page or file no longer made goes now.
                     inodes = store.inodes()
-                    found = {page: inodes.get(key, -1) for page, key in held.pages.items()}
-                    lost = sweep_folder(stage, {**found, **dict.fromkeys(held.files)}, skip=WHOLE)
-                    held = Record({page: key for page, key in held.pages.items() if page not in lost}, held.files)
+                    wanted = {page: key for page, key in held.pages.items() if page in paths}
+                    found = {page: inodes.get(key, -1) for page, key in wanted.items()}
+                    lost = sweep_folder(stage, {**found, **dict.fromkeys(held.files & files.keys())}, skip=WHOLE)
+                    held = Record({page: key for page, key in wanted.items() if page not in lost}, held.files)
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
                 pages = render_views(
                     renderer, views, store, jobs or _cores(), rendered.append, written=held.pages if held else None
                 )
                 write_pages(stage, pages, atomic=held is not None)
-                if held is not None:
-                    remove_files(stage, (held.pages.keys() - paths) | (held.files - files.keys()))
             finally:
                 indexing.join()
                 signing.join()

@@ -94,8 +94,6 @@ def _document_key(view: PageView) -> str:
         r = view.recipe  # the context's fields, without making it
         return digest(["entry", r.entry, r.category_name, list(r.systems), list(r.tags)])
     ctx = view.context
-    if isinstance(ctx, EntryPageContext):
-        return digest(["entry", ctx.entry, ctx.category_name, ctx.systems, ctx.tags])
     rows = [(r.entry.title, r.errors, r.indicates, r.tell_apart) for g in ctx.groups for r in g.rows]
     return digest(["hub", ctx.hub, [(g.title, g.description) for g in ctx.groups], rows])
 
@@ -254,7 +252,7 @@ def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, job
     def one(k: int) -> bool:
         key = keys[k]
         kept = cache / key if cache is not None and key is not None else None
-        if kept is not None and (kept / DONE).is_file():
+        if kept is not None and _kept(cache, key):
             link_tree(kept, folders[k], skip=(DONE, DOCUMENTS))
             return False
         base = kept.parent if kept is not None else out_dir
