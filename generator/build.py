@@ -22,12 +22,15 @@ from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import Rendered, Renderer, example_files, page_views, render_views
 from generator.search import BUNDLE, SearchPlan, die_with_parent, index_search, search_plan, shards
-from generator.validate import validate_sources
+from generator.validate import collect_from_here, validate_sources
 from generator.write import (
+    Stamp,
     clear_folders,
     copy_static,
+    folder_stamps,
     is_site,
     remove_files,
+    remove_folder,
     remove_pages_except,
     staging,
     sweep_folder,
@@ -39,8 +42,6 @@ from generator.write import (
 THEME = Path(__file__).resolve().parent.parent
 # The folders of a site written whole by every build, never file by file.
 WHOLE = ("static", "api", BUNDLE.strip("/"))
-# Objects made between two collections of the youngest generation while a build runs (Python's default is 700).
-BUILD_COLLECTION_THRESHOLD = 100_000
 
 
 @dataclass(frozen=True)
@@ -73,18 +74,20 @@ def load_catalog(root: Path, memo: Memo | None = None, jobs: int = 1) -> Catalog
 
 @contextlib.contextmanager
 def fewer_collections() -> Iterator[None]:
-    """Run the cyclic garbage collector rarely while the block runs, then as before.
+    """Run no cyclic garbage collection while the block runs, then as before.
 
-    A build makes millions of objects that live until it ends and form almost no cycles; at Python's
-    default threshold the collector walks them again and again, which cost a third of loading a large
-    site's cards. Reference counting still frees everything else at once.
+    A build makes millions of objects that live until it ends and form almost no cycles; each collection
+    walks them all again, which cost a third of loading a large site's catalog and of making its views.
+    Reference counting still frees everything else at once; the processes forked to render and index
+    collect as usual.
     """
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], BUILD_COLLECTION_THRESHOLD), *before[1:])
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        if enabled:
+            gc.enable()
 
 
 def cache_folder(out_dir: Path) -> Path:
@@ -160,6 +163,7 @@ def _build(
 
     folder = cache_folder(out_dir)
     paths = {view.path for view in views}
+    stamps: dict[str, Stamp | None] = {}  # of the site's folders: none for a site updated in place (`serve`)
     if update and store and is_site(out_dir):
         # Only what changed, file by file, while the server reads the folder.
         held = read_record(folder, SITE, salt)
@@ -182,12 +186,13 @@ def _build(
         held = read_record(folder, SPARE, salt) if store else None
         before = read_record(folder, SITE, salt) if store else None
         write_record(folder, SPARE, salt, None)  # until the spare is recorded again, it is not to be trusted
+        aside: Path | None = None  # the spare's folders written whole again, set aside
         with staging(out_dir, len(views), spare, reuse=held is not None) as stage:
             if stage != spare:
                 held = None
             elif held is not None:
                 # Before the search and signature indexes are written into them again.
-                clear_folders(stage, WHOLE, out_dir, len(views))
+                aside = clear_folders(stage, WHOLE, out_dir)
             kept = folder / "search" if cache else None
             indexing = _Beside(index_search if search else None, stage, plan, kept, jobs or _cores())
             signing = _Beside(write_signature_index, stage, catalog, records)
@@ -197,7 +202,8 @@ def _build(
                     inodes = store.inodes()
                     wanted = {page: key for page, key in held.pages.items() if page in paths}
                     found = {page: inodes.get(key, -1) for page, key in wanted.items()}
-                    lost = sweep_folder(stage, {**found, **dict.fromkeys(held.files & files.keys())}, skip=WHOLE)
+                    kept_files = {**found, **dict.fromkeys(held.files & files.keys())}
+                    lost = sweep_folder(stage, kept_files, WHOLE, held.folders, [*held.pages, *held.files])
                     held = Record({page: key for page, key in wanted.items() if page not in lost}, held.files)
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
@@ -210,13 +216,16 @@ def _build(
                 signing.join()
             indexed = indexing.result() or 0
             signing.result()
+            # Taken last: the next build into this folder reads none that is as it was now.
+            stamps = folder_stamps(stage, [*paths, *files], WHOLE) if store else {}
             write_record(folder, SITE, salt, None)  # the folder swapped in next is not the one recorded
         if spare is not None and spare.is_dir():
             write_record(folder, SPARE, salt, before)  # the site just replaced, kept as the spare
+        remove_folder(aside, len(views))  # only now: removing thousands of files beside the build slows it
     if store:
         # A page left as someone else wrote it is not recorded as this build's, so the next one writes it.
         pages_now = {view.path: store.key(view) for view in views if view.path not in skipped}
-        write_record(folder, SITE, salt, Record(pages_now, frozenset(files)))
+        write_record(folder, SITE, salt, Record(pages_now, frozenset(files), stamps))
         store.prune()
     else:
         # What the folder now holds is not what the cache last recorded.
@@ -281,6 +290,7 @@ class _Beside:
 
     def _run(self, writer: Any) -> None:
         die_with_parent()
+        collect_from_here()  # this process makes and drops documents and records
         value, error = self._call()
         try:
             writer.send((value, error))

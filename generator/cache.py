@@ -7,13 +7,15 @@ that render: any change to any of them is a different key, so a stale page can n
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
 import os
 import pickle
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from pydantic import BaseModel
 
 from generator.render import PageView, Shared
 from generator.validate import EntryCard
-from generator.write import replace_file
+from generator.write import Stamp, replace_file
 
 PACKAGE = Path(__file__).resolve().parent
 # The libraries whose output is part of a page.
@@ -70,6 +72,18 @@ def digest(value: Any) -> str:
     return sink.hash.hexdigest()
 
 
+def recipe_values(recipe: Any) -> tuple[Any, ...]:
+    """A recipe's type and field values, each entry card as its digest: plain data, of the same repr in any process."""
+    names = _FIELDS.get(type(recipe))
+    if names is None:
+        names = _FIELDS[type(recipe)] = tuple(f.name for f in dataclasses.fields(recipe))
+    values = (getattr(recipe, name) for name in names)
+    return (type(recipe).__name__, *(v.digest if isinstance(v, EntryCard) else v for v in values))
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _files_digest(folder: Path) -> bytes:
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".html", ".xml")):
@@ -109,6 +123,7 @@ class Record:
 
     pages: dict[str, str]
     files: frozenset[str] = frozenset()  # besides pages and the static/, api/ and pagefind/ folders
+    folders: dict[str, Stamp | None] = field(default_factory=dict)  # the stamps of the folders that hold them
 
 
 def read_record(folder: Path, name: str, salt: str) -> Record | None:
@@ -119,7 +134,8 @@ def read_record(folder: Path, name: str, salt: str) -> Record | None:
         return None
     if not (isinstance(found, dict) and found.get("salt") == salt):
         return None
-    return Record(found.get("pages", {}), frozenset(found.get("files", [])))
+    folders = {name: tuple(stamp) if stamp else None for name, stamp in found.get("folders", {}).items()}
+    return Record(found.get("pages", {}), frozenset(found.get("files", [])), folders)
 
 
 def write_record(folder: Path, name: str, salt: str, record: Record | None) -> None:
@@ -129,7 +145,7 @@ def write_record(folder: Path, name: str, salt: str, record: Record | None) -> N
         if record is None:
             path.unlink(missing_ok=True)
             return
-        data = {"salt": salt, "pages": record.pages, "files": sorted(record.files)}
+        data = {"salt": salt, "pages": record.pages, "files": sorted(record.files), "folders": record.folders}
         folder.mkdir(parents=True, exist_ok=True)
         replace_file(path, json.dumps(data).encode("utf-8"))
     except OSError:
@@ -163,8 +179,12 @@ class PageCache:
         """The key of a page: its view (its recipe, where it has one), under this build's code and configuration."""
         known = self._keys.get(view.path)
         if known is None or known[0] is not view:
-            made_from = view.context if view.recipe is None else view.recipe
-            known = self._keys[view.path] = (view, digest([self.salt, view.path, view.template, made_from]))
+            if view.recipe is None:
+                key = digest([self.salt, view.path, view.template, view.context])
+            else:
+                text = repr((self.salt, view.path, view.template, recipe_values(view.recipe)))
+                key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            known = self._keys[view.path] = (view, key)
         return known[1]
 
     def file(self, key: str) -> Path | None:
@@ -214,12 +234,15 @@ class PageCache:
 
     def prune(self) -> None:
         """Remove the pages this build did not use, so the cache holds one site."""
-        for path in self._files():
-            if path.stem not in self.used:
-                path.unlink(missing_ok=True)
+        for name in self._files():
+            if name.rpartition(".")[0] not in self.used:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self.folder, name))
 
-    def _files(self) -> Iterator[Path]:
+    def _files(self) -> Iterator[str]:
+        """The names of the files in the folder that are or were pages."""
         try:
-            yield from (p for p in self.folder.iterdir() if p.suffix in (".html", ".part"))
+            with os.scandir(self.folder) as found:
+                yield from [item.name for item in found if item.name.endswith((".html", ".part"))]
         except OSError:
             return

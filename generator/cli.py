@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import os
 import sys
@@ -17,6 +18,8 @@ from generator.errors import ContentError, Problem, StrictModeError, TrainwreckE
 # What a finished build made, left for run() to drop with the process: freeing a large site's millions of
 # objects one at a time takes longer than the rest of a warm build's exit.
 _LEFT_TO_EXIT: list[object] = []
+# Set by run(): this process ends when the command returns.
+_ENDS_WITH_COMMAND: list[bool] = []
 
 
 def _warn(warnings: list[Problem], quiet: bool) -> None:
@@ -39,6 +42,10 @@ def _root(args: argparse.Namespace) -> Path:
 
 def cmd_build(args: argparse.Namespace) -> int:
     """Build the site."""
+    if _ENDS_WITH_COMMAND:
+        # Nothing this process makes outlives it, and the build runs without cyclic collection anyway: with
+        # collection never turned back on, no collection walks a large site's objects once the build returns.
+        gc.disable()
     from generator.build import build
 
     root = _root(args)
@@ -406,6 +413,7 @@ def parser() -> argparse.ArgumentParser:
 
 def run() -> None:
     """The trainwreck command: main(), then exit, at once if a build left its objects to the exit."""
+    _ENDS_WITH_COMMAND.append(True)
     code = main()
     if not _LEFT_TO_EXIT:
         sys.exit(code)

@@ -6,7 +6,7 @@ import hashlib
 import multiprocessing
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -30,7 +30,7 @@ from generator.markup import (
 )
 from generator.schema import Entry, Hub, HubRef
 from generator.taxonomy import CATEGORIES, SYSTEMS
-from generator.validate import EntryCard
+from generator.validate import EntryCard, collect_from_here
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 RECENT_ENTRIES = 8
@@ -223,6 +223,31 @@ class EntryRecipe:
     siblings: tuple[str, int, int]  # the shelf's digest, and where the window on it starts and stops
 
 
+@dataclass(frozen=True)
+class ListingRecipe:
+    """What a listing page's context is made from: its fields, as plain data, with each row as its digest.
+
+    A listing of every entry holds ten thousand rows: its key is a digest of their digests.
+    """
+
+    context: str  # the context's class
+    values: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, context: ListPageContext | FailuresContext) -> ListingRecipe:
+        """The recipe of a listing page's context."""
+        return cls(type(context).__name__, tuple(_rows_as_digests(getattr(context, f.name)) for f in fields(context)))
+
+
+def _rows_as_digests(value: Any) -> Any:
+    """The value with each EntryRow in it (in lists and tuples) as the row's digest, and tuples for lists."""
+    if isinstance(value, EntryRow):
+        return value.digest
+    if isinstance(value, list | tuple):
+        return tuple(_rows_as_digests(item) for item in value)
+    return value
+
+
 class PageView:
     """One page to write: its output path, its template, and everything that template reads.
 
@@ -275,6 +300,15 @@ def _environment(templates: Path) -> jinja2.Environment:
 METRIC_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 
 
+def _prefixed(prefix: str) -> Callable[[str], str]:
+    """The site-absolute path of a page from its site-relative one: a listing of every entry asks for thousands."""
+
+    def path(relative: str = "") -> str:
+        return prefix + relative
+
+    return path
+
+
 def source_link(source: str) -> tuple[str, str | None]:
     """Return the display text and URL of a signature's provenance."""
     if source.startswith("docs:"):
@@ -304,7 +338,7 @@ class Renderer:
         self.env = _environment(templates)
         self.env.globals.update(
             site=self.site,
-            path=self.site.path,
+            path=_prefixed(self.site.path()),
             url=self.site.url,
             jsonld=jsonld.script_text,
             source_link=source_link,
@@ -359,6 +393,8 @@ class Renderer:
         return Page(path, title, description, trail if crumbs else [], data, **kw)
 
     def _view(self, path: str, template: str, context: Any) -> PageView:
+        if isinstance(context, ListPageContext | FailuresContext):
+            return PageView(path, template, context, recipe=ListingRecipe.of(context))
         return PageView(path, template, context)
 
     def render(self, view: PageView) -> str:
@@ -709,7 +745,7 @@ def _render_many(renderer: Renderer, views: list[PageView], jobs: int) -> Iterat
     # Forked workers read the parent's catalog as it stands, with nothing pickled across.
     _WORK = (renderer, views)
     try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=collect_from_here) as pool:
             yield from pool.imap(_render_at, range(len(views)), chunksize=8)
     finally:
         _WORK = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import gc
 import hashlib
 import multiprocessing
 import pickle
@@ -217,6 +218,7 @@ class EntryCard:
     updated: dt.date
     empty: tuple[str, ...]  # the OPTIONAL sections it leaves empty
     fix_code: bool  # whether its fix has code examples
+    checked: str  # a digest of what the cross-entry signature checks read of it (link._signature_key)
     digest: str  # of the model's content: equal entries, equal digests, in any process
     model: bytes = field(repr=False, compare=False)  # the Entry, pickled and compressed
 
@@ -225,6 +227,7 @@ class EntryCard:
         """The card of a validated entry."""
         # Rendered here, in the process that checks the entry, and kept with it between builds.
         summary_html = render_inline(entry.summary)
+        checked = [(s.kind, s.pattern, s.examples, s.refines) for s in entry.signatures]
         return cls(
             entry.id,
             entry.title,
@@ -244,7 +247,8 @@ class EntryCard:
             entry.updated,
             tuple(name for name in OPTIONAL if not getattr(entry, name)),
             bool(entry.fix.code),
-            hashlib.sha256(entry.model_dump_json().encode()).hexdigest(),
+            _digest(repr((entry.id, checked, entry.wraps))),
+            _digest(entry.model_dump_json()),
             # Compressed: a large site holds thousands of cards, and unpacking one costs less than 0.1 ms.
             zlib.compress(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), 1),
         )
@@ -256,9 +260,23 @@ class EntryCard:
         return entry
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 # What checking one entry file finds: its card (None when it is broken), its problems, the regexes
 # among its signatures that are unsafe to run, and the id it declares (or its file name's).
 Checked = tuple[EntryCard | None, list[Problem], frozenset[str], str]
+
+
+def collect_from_here() -> None:
+    """In a process forked from a build: collect cyclic garbage again, of the objects made from now on only.
+
+    The build runs without collections (build.fewer_collections); the objects it made are frozen first, or
+    the first collection would walk them all and copy every page of memory it shares with the build.
+    """
+    gc.freeze()
+    gc.enable()
 
 
 def check_entry(doc: Document, found: list[Problem] | None = None) -> Checked:
@@ -317,7 +335,7 @@ def _check_entries(docs: list[Document], memo: Memo | None, jobs: int) -> list[C
             todo.append(i)
     items = [(docs[i].path, typing.cast(Path, docs[i].source)) for i in todo]
     if jobs > 1 and len(items) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=collect_from_here) as pool:
             fresh = list(pool.imap(_read_and_check, items, chunksize=16))
     else:
         fresh = [_read_and_check(item) for item in items]

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, BinaryIO
 
@@ -111,6 +111,13 @@ def _link(source: Path, target: Path, atomic: bool) -> None:
 def link_tree(source: Path, target: Path, skip: Iterable[str] = ()) -> None:
     """Make target hold source's files but those skip names, hard-linked where the file system allows, else copied."""
     skip = set(skip)
+    if not target.exists():
+        target.mkdir(parents=True)  # as any folder of the site is made, whatever source's mode
+        if _link_all(source, target):
+            for name in skip:
+                for left in target.rglob(name):
+                    left.unlink()
+            return
     target.mkdir(parents=True, exist_ok=True)
     # Paths as strings and one scandir per folder: a search bundle is thousands of small files.
     folders = [(os.fspath(source), os.fspath(target))]
@@ -123,6 +130,29 @@ def link_tree(source: Path, target: Path, skip: Iterable[str] = ()) -> None:
                     folders.append((item.path, os.path.join(there, item.name)))
                 elif item.name not in skip:
                     link_file(item.path, os.path.join(there, item.name))
+
+
+def _link_all(source: Path, target: Path) -> bool:
+    """Hard-link what source holds into the empty folder target with `cp -Rl`; False (target left empty) if it cannot.
+
+    A search bundle is thousands of files: one system call each, but not a Python loop iteration each, and
+    outside this process's interpreter lock.
+    """
+    if not sys.platform.startswith("linux"):
+        return False  # GNU and BusyBox cp link with -l; others may not
+    try:
+        done = subprocess.run(["cp", "-Rl", "--", f"{source}/.", os.fspath(target)], capture_output=True)
+    except OSError:
+        return False
+    if done.returncode != 0:
+        # Another file system, say: linked file by file, or copied, from an empty folder again.
+        for item in target.iterdir():
+            if item.is_dir() and not item.is_symlink():
+                shutil.rmtree(item)
+            else:
+                item.unlink()
+        return False
+    return True
 
 
 def link_file(source: str | Path, target: str | Path) -> None:
@@ -255,29 +285,96 @@ def _keep(old: Path, spare: Path) -> bool:
 
 
 def _discard(folders: Iterable[Path], out_dir: Path, pages: int) -> None:
-    """Remove folders the build no longer wants: moved beside out_dir as a leftover at once, then removed.
+    """Remove folders the build no longer wants: moved beside out_dir as a leftover at once, then removed."""
+    remove_folder(_set_aside(folders, out_dir), pages)
 
-    Those of a site of pages or more are removed by a process of its own; a leftover a killed build did
-    not remove, the next build into out_dir removes.
-    """
+
+def _set_aside(folders: Iterable[Path], out_dir: Path) -> Path | None:
+    """Move folders beside out_dir, into one leftover folder, which is returned (None when there were none)."""
     folders = [folder for folder in folders if folder.exists()]
     if not folders:
-        return
+        return None
     old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
     for k, folder in enumerate(folders):
         try:
             os.replace(folder, old / str(k))
         except OSError:
             shutil.rmtree(folder, ignore_errors=True)
-    (_remove_later if pages >= REMOVE_LATER else _remove_now)(old)
+    return old
 
 
-def clear_folders(stage: Path, names: Iterable[str], out_dir: Path, pages: int = 0) -> None:
-    """Take the folders named out of a kept site of about pages pages (they are written whole again) and remove them."""
-    _discard([stage / name for name in names], out_dir.resolve(), pages)
+def remove_folder(folder: Path | None, pages: int) -> None:
+    """Remove a leftover folder of a site of about pages pages: by a process of its own when it is large.
+
+    A leftover a killed build did not remove, the next build into the same place removes.
+    """
+    if folder is not None:
+        (_remove_later if pages >= REMOVE_LATER else _remove_now)(folder)
 
 
-def sweep_folder(stage: Path, keep: dict[str, int | None], skip: Iterable[str] = ()) -> set[str]:
+def clear_folders(stage: Path, names: Iterable[str], out_dir: Path) -> Path | None:
+    """Take the folders named out of a kept site (they are written whole again); return where they were set aside.
+
+    They are for the caller to remove (remove_folder) once the build no longer needs the disk to itself.
+    """
+    return _set_aside([stage / name for name in names], out_dir.resolve())
+
+
+# A folder's inode, modification and change times: while they are as recorded, nothing was added to the
+# folder, removed from it or renamed in it.
+Stamp = tuple[int, int, int]
+# A folder changed this close to when its stamp is taken could change again within the same tick of the file
+# system's clock (a second on some) and keep its stamp: it is recorded as unknown, to be looked at.
+RACY_NS = 2_000_000_000
+
+
+def folder_stamps(root: Path, paths: Iterable[str], skip: Iterable[str] = ()) -> dict[str, Stamp | None]:
+    """The stamp of every folder under root that holds one of paths (and their parents), but those skip names.
+
+    A folder changed in the last RACY_NS by the file system's clock is given None: unknown.
+    """
+    folders: set[str] = set()
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0 and path[: cut + 1] not in folders:
+            folders.add(path[: cut + 1])
+            cut = path.rfind("/", 0, cut)
+    skipped = tuple(f"{name}/" for name in skip)
+    handle, probe = tempfile.mkstemp(prefix=".clock-", dir=root)  # the file system's time, not this machine's
+    try:
+        now = os.fstat(handle).st_ctime_ns
+    finally:
+        os.close(handle)
+        os.unlink(probe)
+    stamps: dict[str, Stamp | None] = {}
+    for folder in sorted(folders):
+        if folder.startswith(skipped):
+            continue
+        try:
+            found = os.stat(os.path.join(root, folder))
+        except OSError:
+            stamps[folder] = None
+            continue
+        settled = found.st_ctime_ns < now - RACY_NS
+        stamps[folder] = (found.st_ino, found.st_mtime_ns, found.st_ctime_ns) if settled else None
+    return stamps
+
+
+def _stamp(path: str) -> Stamp | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns, found.st_ctime_ns
+
+
+def sweep_folder(
+    stage: Path,
+    keep: dict[str, int | None],
+    skip: Iterable[str] = (),
+    stamps: dict[str, Stamp | None] | None = None,
+    listed: Iterable[str] = (),
+) -> set[str]:
     """Remove every file of a kept site but those keep names, and folders left empty; the folders skip names stay.
 
     keep maps a path to the inode its file must have (a page is a link to its cache file), or None for
@@ -285,32 +382,55 @@ def sweep_folder(stage: Path, keep: dict[str, int | None], skip: Iterable[str] =
     hand, or removed, must be written again. What a build writes into a folder it reuses must leave it
     as a fresh folder would be: a file no record names (an entry since deleted, one written by hand)
     must not survive into the next site.
+
+    Given the stamps of its folders and the files listed in it when they were taken, a folder whose
+    stamp is unchanged is known to hold what was listed, and is not read: at 10,000 pages, reading them
+    all cost ten times more than taking their stamps.
     """
     keep = {**keep, MARKER: None}
     skipped = {f"{name}/" for name in skip}
+    stamps = stamps or {}
+    files_in: dict[str, list[str]] = {}
+    folders_in: dict[str, list[str]] = {}
+    for path in listed:
+        cut = path.rfind("/") + 1
+        files_in.setdefault(path[:cut], []).append(path[cut:])
+    for folder in stamps:
+        cut = folder.rfind("/", 0, -1) + 1
+        folders_in.setdefault(folder[:cut], []).append(folder[cut:-1])
     held: set[str] = set()
+    root = os.fspath(stage)
 
-    def sweep(folder: Path, prefix: str) -> bool:
-        """Remove what keep does not name under folder; return whether folder is left empty."""
+    def sweep(prefix: str) -> bool:
+        """Remove what keep does not name under the folder prefix; return whether it is left empty."""
+        path = os.path.join(root, prefix)
+        known = stamps.get(prefix)
+        items: list[tuple[str, bool, os.DirEntry[str] | None]]
+        if known is not None and _stamp(path) == known:
+            items = [(name, False, None) for name in files_in.get(prefix, ())]
+            items += [(name, True, None) for name in folders_in.get(prefix, ())]
+        else:
+            with os.scandir(path) as found:
+                items = [(item.name, item.is_dir(follow_symlinks=False), item) for item in found]
         empty = True
-        with os.scandir(folder) as found:
-            for item in found:
-                relative = prefix + item.name
-                if item.is_dir(follow_symlinks=False):
-                    if relative + "/" in skipped:
-                        empty = False
-                    elif sweep(Path(item.path), relative + "/"):
-                        os.rmdir(item.path)
-                    else:
-                        empty = False
-                elif relative in keep and keep[relative] in (None, item.inode()):
-                    held.add(relative)
+        for name, is_folder, item in items:
+            relative = prefix + name
+            if is_folder:
+                if relative + "/" in skipped:
                     empty = False
+                elif sweep(relative + "/"):
+                    os.rmdir(os.path.join(root, relative))
                 else:
-                    os.unlink(item.path)
+                    empty = False
+            elif relative in keep and (item is None or keep[relative] in (None, item.inode())):
+                held.add(relative)
+                empty = False
+            else:
+                with suppress(FileNotFoundError):
+                    os.unlink(os.path.join(root, relative))
         return empty
 
-    sweep(stage, "")
+    sweep("")
     return set(keep) - held
 
 

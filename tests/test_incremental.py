@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from generator import load
+from generator import load, write
 from generator.build import THEME, build, cache_folder
 from generator.errors import ContentError
 from generator.load import Memo
@@ -273,7 +275,12 @@ def _unreferenced_entry(root: Path) -> Path:
     raise AssertionError("every entry is named by another file")
 
 
-def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path) -> None:
+@pytest.mark.parametrize("settled", [False, True], ids=["folders-just-written", "folders-stamped"])
+def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path, monkeypatch, settled: bool) -> None:
+    if settled:
+        # Folders count as settled once the file system's clock has moved on (seconds, in real use), so
+        # the spare's unchanged folders are taken as recorded rather than read.
+        monkeypatch.setattr(write, "RACY_NS", 0)
     root, theme = _project(tmp_path)
     out, clean = tmp_path / "site", tmp_path / "clean"
     spare = cache_folder(out) / "spare"
@@ -282,12 +289,21 @@ def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path
     folder = (out / "failures").stat().st_ino
     deleted = _unreferenced_entry(root)
     entry = next(p for p in sorted((root / "entries").rglob("*.yaml")) if p != deleted)
+    other = next(p for p in sorted((root / "entries").rglob("*.yaml")) if p not in (deleted, entry))
+    other_page = f"failures/{yaml.safe_load(other.read_text(encoding='utf-8'))['id']}/"
     _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} Spareword."))
     build(root, out, theme=theme)
     assert spare.is_dir(), "the site replaced is kept for the next build"
+    stamped = [s for s in json.loads((cache_folder(out) / "site.json").read_text())["folders"].values() if s]
+    assert bool(stamped) == settled, "folders just written are never taken as recorded"
+    time.sleep(0.05)  # past a tick of the file system's clock
     (out / "written-by-hand.txt").write_text("no build wrote this")
-    # A page no edit changes, replaced by hand (a new file, not the cache's), and one removed from the spare.
+    # Pages no edit changes, replaced by hand (a new file, not the cache's), and one removed from the spare;
+    # files and a folder written by hand deep in the site.
     write_files(out, {"search/index.html": "<html>replaced by hand</html>\n"}, atomic=True)
+    write_files(out, {f"{other_page}index.html": "<html>replaced by hand</html>\n"}, atomic=True)
+    (out / other_page / "notes.txt").write_text("no build wrote this")
+    write_files(out, {"failures/by-hand/index.html": "<html>no build wrote this</html>\n"})
     (spare / "404.html").unlink()
     deleted.unlink()  # its page and folder must go from the spare too
     build(root, out, theme=theme)
