@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from generator.render import PageView, Shared
-from generator.validate import EntryCard
+from generator.validate import EntryCard, repr_digest
 from generator.write import Stamp, replace_file
 
 PACKAGE = Path(__file__).resolve().parent
@@ -182,8 +182,7 @@ class PageCache:
             if view.recipe is None:
                 key = digest([self.salt, view.path, view.template, view.context])
             else:
-                text = repr((self.salt, view.path, view.template, recipe_values(view.recipe)))
-                key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+                key = repr_digest((self.salt, view.path, view.template, recipe_values(view.recipe)))
             known = self._keys[view.path] = (view, key)
         return known[1]
 

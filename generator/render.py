@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import re
 from collections.abc import Callable, Iterator
@@ -30,7 +29,7 @@ from generator.markup import (
 )
 from generator.schema import Entry, Hub, HubRef
 from generator.taxonomy import CATEGORIES, SYSTEMS
-from generator.validate import EntryCard, collect_from_here
+from generator.validate import EntryCard, collect_from_here, repr_digest
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 RECENT_ENTRIES = 8
@@ -66,7 +65,7 @@ class Shared:
     @cached_property
     def digest(self) -> str:
         """A digest of the content (the repr of plain data, which names every field and quotes every string)."""
-        return hashlib.sha256(repr(self).encode("utf-8", "surrogatepass")).hexdigest()
+        return repr_digest(self)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from generator.markup import markdown_text
 from generator.render import EntryPageContext, EntryRecipe, HubPageContext, PageView
 from generator.schema import Entry
 from generator.taxonomy import SYSTEMS
+from generator.validate import repr_digest
 from generator.write import exchange, link_tree
 
 # Error text is full of identifiers like grad_norm, NCCL_DEBUG and ProcessGroupNCCL.cpp:1234.
@@ -92,8 +93,7 @@ def _document_key(view: PageView) -> str:
     """A digest of what a page's search document is made from (see _entry_document and _hub_document)."""
     if isinstance(view.recipe, EntryRecipe):
         r = view.recipe  # the context's fields, without making it: plain data, of the same repr in any process
-        text = repr(("entry", r.entry.digest, r.category_name, r.systems, r.tags))
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return repr_digest(("entry", r.entry.digest, r.category_name, r.systems, r.tags))
     ctx = view.context
     rows = [(r.entry.title, r.errors, r.indicates, r.tell_apart) for g in ctx.groups for r in g.rows]
     return digest(["hub", ctx.hub, [(g.title, g.description) for g in ctx.groups], rows])

@@ -247,8 +247,8 @@ class EntryCard:
             entry.updated,
             tuple(name for name in OPTIONAL if not getattr(entry, name)),
             bool(entry.fix.code),
-            _digest(repr((entry.id, checked, entry.wraps))),
-            _digest(entry.model_dump_json()),
+            repr_digest((entry.id, checked, entry.wraps)),
+            hashlib.sha256(entry.model_dump_json().encode()).hexdigest(),
             # Compressed: a large site holds thousands of cards, and unpacking one costs less than 0.1 ms.
             zlib.compress(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), 1),
         )
@@ -260,8 +260,9 @@ class EntryCard:
         return entry
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def repr_digest(value: object) -> str:
+    """A SHA-256 of value's repr: for plain data (whose repr names every field), the same in any process."""
+    return hashlib.sha256(repr(value).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # What checking one entry file finds: its card (None when it is broken), its problems, the regexes
