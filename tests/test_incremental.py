@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from generator import load, write
-from generator.build import THEME, build, cache_folder
+from generator.build import THEME, _Beside, build, cache_folder, fewer_collections
 from generator.errors import ContentError
 from generator.load import Memo
 from generator.write import write_files
@@ -320,3 +321,22 @@ def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path
     (spare / "index.html").write_text("a spare no record describes")
     build(root, out, theme=theme)
     assert _tree(out) == _tree(clean)
+
+
+def _collection_state() -> tuple[bool, int]:
+    return gc.isenabled(), gc.get_freeze_count()
+
+
+def test_a_build_runs_no_collection_but_the_processes_it_forks_collect_what_they_make() -> None:
+    gc.unfreeze()  # what earlier tests froze here: the count below is the forked process's own doing
+    assert gc.isenabled()
+    with fewer_collections():
+        assert not gc.isenabled()
+        beside = _Beside(_collection_state)
+        beside.join()
+        enabled, frozen = beside.result()
+    assert gc.isenabled(), "collection is back on once the build is done"
+    # Off in a process that keeps running and making documents, it would never free a cycle; on without the
+    # freeze, its first collection would walk (and copy) every object it shares with the build.
+    assert enabled, "a forked process collects again"
+    assert frozen > 0, "what it inherited from the build is frozen first"
