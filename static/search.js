@@ -104,9 +104,11 @@ await Promise.all(shards.map((shard) => pagefind.mergeIndex(new URL(shard, bundl
 // Filters start open on a wide screen, beside the results; on a phone they would push the results
 // down as they fill in, so there they start closed.
 if (window.matchMedia("(max-width: 48rem)").matches) app.querySelector(".filter-box").open = false;
-buildFilters(await pagefind.filters());
 form.addEventListener("submit", (event) => { event.preventDefault(); run(); });
 input.addEventListener("input", () => { run(); });
 const initial = new URLSearchParams(window.location.search).get("q");
 if (initial) input.value = initial;
-run();
+// The first results come before the filters: a search reads one word chunk a shard, the filters four
+// files a shard, and a page's requests queue behind each other on a slow link.
+await run();
+buildFilters(await pagefind.filters());

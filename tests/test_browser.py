@@ -94,6 +94,29 @@ def test_search_filters_narrow_results(browser, corpus_url: str) -> None:
     ctx.close()
 
 
+def test_search_shows_results_before_its_filters_have_loaded(browser, corpus_url: str) -> None:
+    # The filters are four files a shard; held back here, they must not hold back the first results.
+    ctx, page, errors = _page(browser)
+    held: list = []
+    released = False
+    page.route("**/*.pf_filter", lambda route: route.continue_() if released else held.append(route))
+    page.goto(corpus_url + "search/?q=watchdog")
+    page.wait_for_selector("#search-results li a", timeout=15000)
+    assert page.locator("#search-filters fieldset").count() == 0
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the filters were never asked for"
+    released = True
+    for route in held:
+        route.continue_()
+    page.wait_for_selector("#search-filters fieldset", timeout=15000)
+    assert page.locator("#search-filters legend").all_inner_texts() == ["Category", "System", "Severity", "Tag"]
+    assert errors == []
+    ctx.close()
+
+
 @pytest.mark.parametrize("path", ONE_PAGE_OF_EACH_KIND)
 def test_axe_finds_no_violations(browser, corpus_url: str, path: str) -> None:
     ctx, page, errors = _page(browser, bypass_csp=True)
