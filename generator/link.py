@@ -8,13 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from operator import itemgetter
-from pathlib import PurePosixPath
 
 from generator.errors import ContentError, Problem
 from generator.load import Document, Example, Memo
 from generator.patterns import compile_signature, required_literal
-from generator.schema import DiagnoseExample, Hub, HubRef, SiteConfig, TagInfo
-from generator.validate import EntryCard, Validated, did_you_mean, repr_digest
+from generator.schema import DiagnoseExample, Hub, SiteConfig, TagInfo
+from generator.validate import EntryCard, HubCard, Validated, did_you_mean, repr_digest
 
 RELATED_LIMIT = 6
 
@@ -32,7 +31,7 @@ class Catalog:
     by_tag: dict[str, list[str]]
     by_category: dict[str, list[str]]
     by_system: dict[str, list[str]]
-    hub_rows: dict[str, list[tuple[str, HubRef]]]
+    hub_rows: dict[str, list[tuple[str, HubCard]]]
     related: dict[str, list[str]]
     backlinks: dict[str, list[str]]
     warnings: list[Problem]
@@ -40,7 +39,10 @@ class Catalog:
 
 
 def _stem(doc: Document) -> str:
-    return PurePosixPath(doc.path).stem
+    # As PurePosixPath(doc.path).stem for a name with an extension, as every content file's has, without
+    # making a path object per file.
+    name = doc.path.rpartition("/")[2]
+    return name.rpartition(".")[0] or name
 
 
 def _check_ids(validated: Validated, problems: list[Problem]) -> None:
@@ -116,7 +118,7 @@ def _check_signatures(validated: Validated, problems: list[Problem]) -> dict[tup
     for entry, doc in validated.entries:
         for i, sig in enumerate(entry.signatures):
             key = (sig.kind, sig.pattern)
-            if sig.regex is not None and sig.regex in validated.unsafe:
+            if sig.kind == "regex" and sig.pattern in validated.unsafe:
                 continue  # reported with its entry; never run
             matchers.setdefault(key, _matcher(*key))
             if key in owners and owners[key] != entry.id:
@@ -236,7 +238,7 @@ def _check_wraps(validated: Validated, problems: list[Problem]) -> None:
 
 
 def _warnings(
-    validated: Validated, by_tag: dict[str, list[str]], hub_rows: dict[str, list[tuple[str, HubRef]]]
+    validated: Validated, by_tag: dict[str, list[str]], hub_rows: dict[str, list[tuple[str, HubCard]]]
 ) -> list[Problem]:
     warnings: list[Problem] = []
     if validated.tags is not None:
@@ -328,15 +330,15 @@ def link_catalog(validated: Validated) -> Catalog:
     by_tag: dict[str, list[str]] = defaultdict(list)
     by_category: dict[str, list[str]] = defaultdict(list)
     by_system: dict[str, list[str]] = defaultdict(list)
-    hub_rows: dict[str, list[tuple[str, HubRef]]] = defaultdict(list)
+    hub_rows: dict[str, list[tuple[str, HubCard]]] = defaultdict(list)
     backlinks: dict[str, list[str]] = defaultdict(list)
     for entry in entries.values():
         for tag in entry.tags:
             by_tag[tag].append(entry.id)
         by_category[entry.category].append(entry.id)
-        for system in entry.systems:
-            if entry.id not in by_system[system.id]:
-                by_system[system.id].append(entry.id)
+        # Once per system, however often the entry names it: a set, since a system's list runs to thousands.
+        for system_id in dict.fromkeys(system.id for system in entry.systems):
+            by_system[system_id].append(entry.id)
         for ref in entry.hubs:
             hub_rows[ref.hub].append((entry.id, ref))
         for rid in entry.related:

@@ -27,9 +27,9 @@ from generator.markup import (
     show_controls,
     unsplittable,
 )
-from generator.schema import Entry, Hub, HubRef
+from generator.schema import Entry, Hub
 from generator.taxonomy import CATEGORIES, SYSTEMS
-from generator.validate import EntryCard, collect_from_here, repr_digest
+from generator.validate import EntryCard, HubCard, collect_from_here, repr_digest
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 RECENT_ENTRIES = 8
@@ -523,7 +523,7 @@ class Renderer:
         )
         return self._view(path + "index.html", "hub.html", context)
 
-    def _hub_row(self, entry_id: str, ref: HubRef) -> HubRow:
+    def _hub_row(self, entry_id: str, ref: HubCard) -> HubRow:
         entry = self.catalog.entries[entry_id]
         errors = [s.pattern for s in entry.signatures if not s.search_key][:2]
         name = EntryName(entry.id, entry.title, entry.severity)
