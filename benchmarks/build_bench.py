@@ -106,7 +106,7 @@ def timed_build(root: Path, out: Path) -> dict[str, float]:
     write_files(out, {**files, "static/pygments.css": pygments_css()})
     times["write"] = time.perf_counter() - t
     t = time.perf_counter()
-    index_search(out, search_plan(views, catalog.site.language, keyed=False))
+    index_search(out, search_plan(renderer, catalog.site.language, keyed=False))
     times["pagefind (baseline)"] = time.perf_counter() - t
     times["pages"] = len(pages)
     times["entries"] = len(catalog.entries)

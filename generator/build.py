@@ -21,7 +21,7 @@ from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import Rendered, Renderer, example_files, page_views, render_views
-from generator.search import BUNDLE, SearchPlan, die_with_parent, index_search, search_plan, shards
+from generator.search import BUNDLE, SearchPlan, cache_search, die_with_parent, index_search, search_plan, shards
 from generator.validate import collect_from_here, validate_sources
 from generator.write import (
     Stamp,
@@ -143,8 +143,44 @@ def _build(
     if strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
 
-    # Every page as a view: the data its template reads, cheap to make and to compare with the last build.
     renderer = Renderer(catalog, theme / "templates")
+    folder = cache_folder(out_dir)
+    plan = search_plan(renderer, catalog.site.language, keyed=cache)
+    in_place = update and cache and is_site(out_dir)  # `serve`'s, updated page by page
+    # The search index is begun first, from the plan alone: Pagefind indexing a changed shard is the
+    # longest part of a one-entry rebuild, and it needs no page. It writes into the site's folder once
+    # the build has one; a site updated in place is indexed by its caller (search.reindex).
+    stage_ready = _Later()
+    indexing = _Beside(
+        _index_once_staged if search and not in_place else None,
+        plan,
+        folder / "search" if cache else None,
+        jobs or _cores(),
+        stage_ready,
+    )
+    try:
+        return _write(out_dir, catalog, renderer, plan, indexing, stage_ready, theme, cache, jobs, in_place, keep)
+    except BaseException:
+        stage_ready.close()
+        indexing.abandon()
+        raise
+
+
+def _write(
+    out_dir: Path,
+    catalog: Catalog,
+    renderer: Renderer,
+    plan: SearchPlan,
+    indexing: _Beside,
+    stage_ready: _Later,
+    theme: Path,
+    cache: bool,
+    jobs: int | None,
+    in_place: bool,
+    keep: Callable[[str], bool],
+) -> BuildResult:
+    """Render the catalog's pages and write the site: in place, or into a folder swapped in whole."""
+    # Every page as a view: the data its template reads, cheap to make and to compare with the last build.
     views = page_views(renderer)
     rendered: list[str] = []
     changed: list[str] = []
@@ -152,7 +188,6 @@ def _build(
     indexed = 0
     salt = code_digest(theme / "templates", [catalog.site])
     store = PageCache(cache_folder(out_dir) / "pages", salt) if cache else None
-    plan = search_plan(views, catalog.site.language, keyed=cache)
     records = KeptRecords(cache_folder(out_dir) / "records.pickle", package_digest()) if cache else None
     files: dict[str, str | bytes] = {
         **build_crawl_files(catalog, [view.path for view in views]),
@@ -164,7 +199,7 @@ def _build(
     folder = cache_folder(out_dir)
     paths = {view.path for view in views}
     stamps: dict[str, Stamp | None] = {}  # of the site's folders: none for a site updated in place (`serve`)
-    if update and store and is_site(out_dir):
+    if in_place:
         # Only what changed, file by file, while the server reads the folder.
         held = read_record(folder, SITE, salt)
         copy_static(theme / "static", out_dir)
@@ -193,8 +228,7 @@ def _build(
             elif held is not None:
                 # Before the search and signature indexes are written into them again.
                 aside = clear_folders(stage, WHOLE, out_dir)
-            kept = folder / "search" if cache else None
-            indexing = _Beside(index_search if search else None, stage, plan, kept, jobs or _cores())
+            stage_ready.give(stage)  # only now: the spare's old bundles are set aside
             signing = _Beside(write_signature_index, stage, catalog, records)
             try:
                 if held is not None and store is not None:
@@ -244,7 +278,7 @@ def _build(
         indexed,
         catalog,
         tuple(changed),
-        len(shards(plan.views)) if search else 0,
+        len(shards(plan.pages)),
     )
 
 
@@ -258,6 +292,40 @@ def _except(
         else:
             passed.append(page)
             yield page, html
+
+
+def _index_once_staged(plan: SearchPlan, cache: Path | None, jobs: int, stage: _Later) -> int:
+    """Index what the cache lacks from the plan alone; once the build has its folder, write the bundles there."""
+    indexed = cache_search(plan, cache, jobs) if cache is not None and plan.keys else 0
+    folder = stage.get()
+    if folder is None:
+        return indexed  # the build stopped before it had a folder
+    return indexed + index_search(folder, plan, cache, jobs)
+
+
+class _Later:
+    """A value the build gives a process forked before it had the value: the folder to write into."""
+
+    def __init__(self) -> None:
+        self.reader, self.writer = multiprocessing.Pipe(duplex=False)
+
+    def give(self, value: Path) -> None:
+        """Send the value."""
+        self.writer.send(value)
+
+    def close(self) -> None:
+        """Give nothing more: a process waiting in get() gets None."""
+        self.writer.close()
+
+    def get(self) -> Path | None:
+        """The value given, waiting for it; None once the giver closed without giving one."""
+        # A forked process holds a copy of the giving end too: closed here, else it would wait forever.
+        self.writer.close()
+        try:
+            value: Path = self.reader.recv()
+        except EOFError:
+            return None
+        return value
 
 
 class _Beside:
@@ -306,6 +374,13 @@ class _Beside:
                 self.outcome = self.reader.recv()
             except EOFError:
                 self.outcome = (None, BuildError("the search indexing process died"))
+            self.process.join()
+        self.process = None
+
+    def abandon(self) -> None:
+        """Stop the call, for a build that failed: its process is ended, and a call not yet run never is."""
+        if self.process:
+            self.process.terminate()
             self.process.join()
         self.process = None
 

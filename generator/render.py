@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -205,6 +206,14 @@ class FailuresContext:
     page: Page
     groups: list[tuple[str, str, list[EntryRow]]]
     total: int
+
+
+class Facets(typing.NamedTuple):
+    """An entry's category, systems and tags as its page and its search document name them."""
+
+    category_name: str
+    systems: tuple[tuple[str, str, str | None], ...]  # (id, name, note)
+    tags: tuple[tuple[str, str], ...]  # (id, title)
 
 
 @dataclass(frozen=True)
@@ -431,24 +440,37 @@ class Renderer:
         related = self.catalog.related.get(entry.id, [])
         backlinks = [i for i in self.catalog.backlinks.get(entry.id, []) if i not in related]
         siblings = self._siblings(entry)
+        facets = self.facets(entry)
         recipe = EntryRecipe(
             entry,
-            CATEGORIES[entry.category].name,
-            tuple((s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems),
-            tuple((t, self.catalog.tags[t].title) for t in entry.tags),
+            facets.category_name,
+            facets.systems,
+            facets.tags,
             tuple((h.hub, self.catalog.hubs[h.hub].title) for h in entry.hubs),
             tuple(self.catalog.entries[i].digest for i in related),
             tuple(self.catalog.entries[i].digest for i in backlinks),
             self._edit_url(self.catalog.entry_paths[entry.id]),
             (siblings.shelf.digest, siblings.start, siblings.stop),
         )
-        path = entry_path(entry.id)
         return PageView(
-            path + "index.html",
+            self.entry_page(entry.id),
             "entry.html",
             recipe=recipe,
             make=lambda: self._entry_context(recipe, related, backlinks, siblings),
         )
+
+    def facets(self, entry: EntryCard) -> Facets:
+        """The names of an entry's category, systems and tags."""
+        return Facets(
+            CATEGORIES[entry.category].name,
+            tuple((s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems),
+            tuple((t, self.catalog.tags[t].title) for t in entry.tags),
+        )
+
+    @staticmethod
+    def entry_page(entry_id: str) -> str:
+        """The output path of an entry's page."""
+        return entry_path(entry_id) + "index.html"
 
     def _entry_context(
         self, recipe: EntryRecipe, related: list[str], backlinks: list[str], siblings: Window

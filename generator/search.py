@@ -25,9 +25,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+import typing
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
@@ -35,7 +37,7 @@ from typing import IO, Any, Protocol, TypeVar
 from generator.cache import digest, package_digest
 from generator.errors import BuildError
 from generator.markup import markdown_text
-from generator.render import EntryPageContext, EntryRecipe, HubPageContext, PageView
+from generator.render import EntryPageContext, Facets, HubPageContext, PageView, Renderer
 from generator.schema import Entry
 from generator.taxonomy import SYSTEMS
 from generator.validate import repr_digest
@@ -71,30 +73,53 @@ def shard_count(pages: int) -> int:
 
 
 @dataclass(frozen=True)
+class SearchPage:
+    """A page that has a search document: its path, and its view, made only if its document is."""
+
+    path: str
+    view: Callable[[], PageView]
+
+
+@dataclass(frozen=True)
 class SearchPlan:
     """What the search index holds: the pages that have a search document, and a key for each document.
 
     A document's key is a digest of what it is made from, so a shard whose keys are as they were needs
-    no document made and no indexing.
+    no document made and no indexing. The plan is made from the catalog before any page's view is, so
+    that the shards to index can be known, and indexed, while the build makes the rest.
     """
 
-    views: list[PageView]  # entry and hub pages, in path order
+    pages: list[SearchPage]  # entry and hub pages, in path order
     keys: dict[str, str]  # document key by path; empty when nothing is to be kept
     language: str
 
 
-def search_plan(views: Iterable[PageView], language: str, keyed: bool = True) -> SearchPlan:
-    """The plan of the search index for a site's views; with keyed, each document's key for the cache."""
-    searchable = sorted((v for v in views if v.template in SEARCHED), key=lambda v: v.path)
-    return SearchPlan(searchable, {v.path: _document_key(v) for v in searchable} if keyed else {}, language)
+def search_plan(renderer: Renderer, language: str, keyed: bool = True) -> SearchPlan:
+    """The plan of the search index of a catalog; with keyed, each document's key for the cache."""
+    catalog = renderer.catalog
+    pages = [SearchPage(renderer.entry_page(e.id), partial(renderer.render_entry, e)) for e in catalog.entries.values()]
+    hubs = [renderer.render_hub(h) for h in catalog.hubs.values()]
+    pages += [SearchPage(view.path, partial(_given, view)) for view in hubs]
+    keys: dict[str, str] = {}
+    if keyed:
+        # What _entry_document reads of an entry, without making its view: its card's digest and facets.
+        keys = {renderer.entry_page(e.id): _entry_key(e.digest, renderer.facets(e)) for e in catalog.entries.values()}
+        keys.update((view.path, _hub_key(view.context)) for view in hubs)
+    return SearchPlan(sorted(pages, key=lambda page: page.path), keys, language)
 
 
-def _document_key(view: PageView) -> str:
-    """A digest of what a page's search document is made from (see _entry_document and _hub_document)."""
-    if isinstance(view.recipe, EntryRecipe):
-        r = view.recipe  # the context's fields, without making it: plain data, of the same repr in any process
-        return repr_digest(("entry", r.entry.digest, r.category_name, r.systems, r.tags))
-    ctx = view.context
+def _given(view: PageView) -> PageView:
+    return view
+
+
+def _entry_key(entry_digest: str, facets: Facets) -> str:
+    """A digest of what an entry's search document is made from (see _entry_document)."""
+    # Plain data, of the same repr in any process.
+    return repr_digest(("entry", entry_digest, facets.category_name, facets.systems, facets.tags))
+
+
+def _hub_key(ctx: HubPageContext) -> str:
+    """A digest of what a hub's search document is made from (see _hub_document)."""
     rows = [(r.entry.title, r.errors, r.indicates, r.tell_apart) for g in ctx.groups for r in g.rows]
     return digest(["hub", ctx.hub, [(g.title, g.description) for g in ctx.groups], rows])
 
@@ -225,62 +250,86 @@ def _settings(plan: SearchPlan) -> str:
     return f"{package_digest().hex()}\0pagefind=={_pagefind_version()}\0{INCLUDE_CHARACTERS}\0{plan.language}\0"
 
 
-def _shard_key(plan: SearchPlan, views: list[PageView]) -> str | None:
+def _shard_key(plan: SearchPlan, pages: list[SearchPage]) -> str | None:
     """The cache key of a shard: the settings, and each page's path and key."""
     if not plan.keys:
         return None
     h = hashlib.sha256(_settings(plan).encode())
-    for view in views:
-        h.update(f"{view.path}\0{plan.keys[view.path]}\0".encode())
+    for page in pages:
+        h.update(f"{page.path}\0{plan.keys[page.path]}\0".encode())
     return h.hexdigest()
+
+
+def cache_search(plan: SearchPlan, cache: Path, jobs: int = 1) -> int:
+    """Index into the cache folder each shard of plan it does not hold whole; return how many that was.
+
+    Needs no site folder, so it can run before the build has one. Documents are made only for the
+    shards indexed, and of those, only for pages whose key changed since the shard they were in last.
+    """
+    layout = shards(plan.pages)
+    keys = [_shard_key(plan, pages) for _, pages in layout]
+    todo = [k for k, key in enumerate(keys) if key is not None and not _kept(cache, key)]
+    if not todo:
+        return 0
+    settings = _settings(plan)
+    # The documents of the shards this build replaces: a changed shard's other documents are made again
+    # only if what they are made from changed.
+    earlier = _earlier_documents(cache, {k for k in keys if k}, settings)
+
+    def one(k: int) -> None:
+        kept = cache / typing.cast(str, keys[k])
+        cache.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=cache))
+        try:
+            records = _documents(layout[k][1], plan, earlier)
+            _index_shard(fresh, records)
+            canonicalise_index(fresh)
+            documents = {r.path: (plan.keys[r.path], r.html) for r in records}
+            (fresh / DOCUMENTS).write_bytes(pickle.dumps((settings, documents), protocol=pickle.HIGHEST_PROTOCOL))
+            (fresh / DONE).write_bytes(b"")
+            shutil.rmtree(kept, ignore_errors=True)
+            os.replace(fresh, kept)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+
+    try:
+        with ThreadPoolExecutor(max(1, min(jobs, len(todo)))) as pool:
+            list(pool.map(one, todo))
+    except OSError as exc:
+        raise BuildError(f"could not write the search index: {exc}") from exc
+    return len(todo)
 
 
 def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> int:
     """Write the search bundles of plan under out_dir; return how many shards Pagefind had to index.
 
     With a cache folder and page keys, a shard whose pages are as they were is linked from the cache,
-    and each shard indexed now is kept there; shards no longer used are removed from it. Documents are
-    made only for the shards that are indexed.
+    and each shard indexed now is kept there (cache_search); shards no longer used are removed from it.
     """
-    layout = shards(plan.views)
-    keys = [_shard_key(plan, views) for _, views in layout]
+    indexed = cache_search(plan, cache, jobs) if cache is not None and plan.keys else 0
+    layout = shards(plan.pages)
+    keys = [_shard_key(plan, pages) for _, pages in layout]
     folders = [out_dir / path for path, _ in layout]
-    # The documents of the shards this build replaces: a changed shard's other documents are made again
-    # only if what they are made from changed.
-    settings = _settings(plan)
-    earlier = _earlier_documents(cache, {k for k in keys if k}, settings) if cache is not None and plan.keys else {}
 
     def one(k: int) -> bool:
         key = keys[k]
-        kept = cache / key if cache is not None and key is not None else None
-        if kept is not None and _kept(cache, key):
-            link_tree(kept, folders[k], skip=(DONE, DOCUMENTS))
+        if cache is not None and key is not None and _kept(cache, key):
+            link_tree(cache / key, folders[k], skip=(DONE, DOCUMENTS))
             return False
-        base = kept.parent if kept is not None else out_dir
-        base.mkdir(parents=True, exist_ok=True)
-        fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=base))
+        # Nothing kept: indexed beside the site and linked in.
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=out_dir))
         try:
-            records = _documents(layout[k][1], plan, earlier)
-            _index_shard(fresh, records)
+            _index_shard(fresh, _documents(layout[k][1], plan, {}))
             canonicalise_index(fresh)
-            if kept is None:
-                link_tree(fresh, folders[k])
-            else:
-                documents = {r.path: (plan.keys[r.path], r.html) for r in records}
-                (fresh / DOCUMENTS).write_bytes(pickle.dumps((settings, documents), protocol=pickle.HIGHEST_PROTOCOL))
-                (fresh / DONE).write_bytes(b"")
-                shutil.rmtree(kept, ignore_errors=True)
-                os.replace(fresh, kept)
-                link_tree(kept, folders[k], skip=(DONE, DOCUMENTS))
+            link_tree(fresh, folders[k])
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
         return True
 
     try:
-        # The shards to index first: Pagefind's work is the longest, and the links of the others fit beside it.
-        order = sorted(range(len(layout)), key=lambda k: _kept(cache, keys[k]))
         with ThreadPoolExecutor(max(1, min(jobs, len(layout)))) as pool:
-            indexed = sum(pool.map(one, order))
+            indexed += sum(pool.map(one, range(len(layout))))
         # The search page loads the first bundle and merges the others it finds listed beside it.
         others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
         (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)
@@ -311,13 +360,13 @@ def _earlier_documents(cache: Path, keys: set[str], settings: str) -> dict[str, 
     return earlier
 
 
-def _documents(views: list[PageView], plan: SearchPlan, earlier: dict[str, tuple[str, str]]) -> list[SearchRecord]:
-    """The search documents of views, in path order: taken from earlier where the key is the same, else made."""
-    taken = {v.path: earlier[v.path][1] for v in views if earlier.get(v.path, ("",))[0] == plan.keys.get(v.path)}
-    made = {r.path: r.html for r in search_records([v for v in views if v.path not in taken], plan.language)}
+def _documents(pages: list[SearchPage], plan: SearchPlan, earlier: dict[str, tuple[str, str]]) -> list[SearchRecord]:
+    """The search documents of pages, in path order: taken from earlier where the key is the same, else made."""
+    taken = {p.path: earlier[p.path][1] for p in pages if earlier.get(p.path, ("",))[0] == plan.keys.get(p.path)}
+    made = {r.path: r.html for r in search_records([p.view() for p in pages if p.path not in taken], plan.language)}
     return [
-        SearchRecord(v.path, taken[v.path] if v.path in taken else made[v.path])
-        for v in sorted(views, key=lambda v: v.path)
+        SearchRecord(p.path, taken[p.path] if p.path in taken else made[p.path])
+        for p in sorted(pages, key=lambda p: p.path)
     ]
 
 

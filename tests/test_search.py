@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 
+from generator import build as build_module
 from generator import search
 from generator.build import build, cache_folder, load_catalog
 from generator.render import Renderer, page_views
@@ -112,7 +115,7 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     warm, clean = tmp_path / "warm", tmp_path / "clean"
 
     first = build(root, warm)
-    count = len(shards(first.search.views))
+    count = len(shards(first.search.pages))
     assert count >= 5 and first.indexed == count
     assert build(root, warm).indexed == 0
     entry = next((root / "entries").rglob("cuda-oom.yaml"))
@@ -135,7 +138,72 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     assert _tree(warm) == _tree(clean)
     assert not cache_folder(clean).exists()
     edited = "failures/cuda-oom/index.html"
-    shard = next(path for path, views in shards(again.search.views) if edited in {v.path for v in views})
+    shard = next(path for path, pages in shards(again.search.pages) if edited in {p.path for p in pages})
     assert any("Searchableword" in f["content"] for f in _fragments(warm / shard))
     # The cache holds the shards of this site only.
     assert len(list((cache_folder(warm) / "search").iterdir())) == count
+
+
+def test_a_changed_shard_is_indexed_while_the_pages_are_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pagefind's work is the longest part of a one-entry rebuild: it begins from the catalog alone,
+    # before the build makes a single page view, so the two run side by side.
+    root, _theme = _project(tmp_path)
+    site = tmp_path / "site"
+    build(root, site)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary="Searchableword " + d["summary"]))
+    begun = tmp_path / "begun"  # written by the indexing process, which the build forks
+    real_index, real_views = search._index_shard, build_module.page_views
+
+    def index(bundle: Path, records: list[SearchRecord]) -> None:
+        begun.write_text(",".join(r.path for r in records))
+        real_index(bundle, records)
+
+    waited: list[bool] = []
+
+    def views(renderer: Renderer) -> list:
+        deadline = time.monotonic() + 20
+        while not begun.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waited.append(begun.exists())
+        return real_views(renderer)
+
+    monkeypatch.setattr(search, "_index_shard", index)
+    monkeypatch.setattr(build_module, "page_views", views)
+    result = build(root, site)
+    assert waited == [True]
+    assert result.indexed == 1 and "failures/cuda-oom/index.html" in begun.read_text().split(",")
+    monkeypatch.setattr(build_module, "page_views", real_views)
+    build(root, tmp_path / "clean", cache=False)
+    assert _tree(site) == _tree(tmp_path / "clean")
+
+
+def test_a_build_that_fails_ends_the_indexing_it_began(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _theme = _project(tmp_path)
+    site = tmp_path / "site"
+    build(root, site)
+    before = _tree(site)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary="Searchableword " + d["summary"]))
+    pids = tmp_path / "pids"
+
+    def index(bundle: Path, records: list[SearchRecord]) -> None:
+        pids.write_text(str(os.getpid()))
+        time.sleep(60)  # a long indexing, which the failed build must not wait for
+
+    def views(renderer: Renderer) -> list:
+        deadline = time.monotonic() + 20
+        while not pids.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(search, "_index_shard", index)
+    monkeypatch.setattr(build_module, "page_views", views)
+    started = time.monotonic()
+    with pytest.raises(OSError, match="No space left"):
+        build(root, site)
+    assert time.monotonic() - started < 30
+    pid = int(pids.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # ended, and reaped
+    assert _tree(site) == before
