@@ -222,11 +222,15 @@ def _locked(out_dir: Path) -> Iterator[None]:
 
 
 def _remove_leftovers(out_dir: Path) -> None:
-    """Remove staging and old folders a killed build left beside out_dir; only a build holding the lock calls this."""
+    """Remove staging and old folders a killed build left beside out_dir; only a build holding the lock calls this.
+
+    By a process of their own: a leftover can be a whole site, or the old site whose removal the last
+    build began a moment ago, and the build need not wait for either.
+    """
     for pattern in (f".{out_dir.name}.tmp-*", f".{out_dir.name}.old-*"):
         for leftover in out_dir.parent.glob(pattern):
             if leftover.is_dir() and not leftover.is_symlink():
-                shutil.rmtree(leftover, ignore_errors=True)
+                _remove_later(leftover)
 
 
 @contextmanager

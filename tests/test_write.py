@@ -37,7 +37,22 @@ def test_leftovers_of_a_killed_build_are_removed_by_the_next(corpus: Path, tmp_p
     (tmp_path / ".site.old-abc123").mkdir()
     (tmp_path / ".elsewhere.tmp-keep").mkdir()  # another output's folder is not this build's to remove
     build(corpus, out, search=False)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".elsewhere.tmp-keep", ".site.cache", "project", "site"]
+    deadline = time.monotonic() + 30
+    while sorted(p.name for p in tmp_path.iterdir()) != [".elsewhere.tmp-keep", ".site.cache", "project", "site"]:
+        assert time.monotonic() < deadline, f"the leftovers were not removed: {sorted(tmp_path.iterdir())}"
+        time.sleep(0.05)
+
+
+def test_a_build_does_not_wait_for_leftovers_to_be_removed(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A leftover can be a whole site (a killed build's, or the old one whose removal the last build began).
+    out = tmp_path / "site"
+    (tmp_path / ".site.old-abc123" / "failures").mkdir(parents=True)
+    handed: list[str] = []
+    monkeypatch.setattr(write, "_remove_later", lambda path: handed.append(path.name))
+    build(corpus, out, search=False)
+    assert handed == [".site.old-abc123"] and (tmp_path / ".site.old-abc123" / "failures").is_dir()
 
 
 def test_a_large_previous_site_is_removed_after_the_build_returns(
