@@ -366,6 +366,7 @@ class Renderer:
         self._catalog = catalog
         self._by_title: dict[str, Shelf] = {}
         self._rows: dict[str, EntryRow] = {}
+        self._hubs: dict[str, PageView] = {}  # made once: for the search plan first, then with every page
 
     # -- shared pieces -------------------------------------------------------------------------
 
@@ -519,6 +520,12 @@ class Renderer:
 
     def render_hub(self, hub: Hub) -> PageView:
         """Render /hubs/<id>/ with its comparison table in groups."""
+        view = self._hubs.get(hub.id)
+        if view is None:
+            view = self._hubs[hub.id] = self._make_hub(hub)
+        return view
+
+    def _make_hub(self, hub: Hub) -> PageView:
         path = f"hubs/{hub.id}/"
         rows = self.catalog.hub_rows.get(hub.id, [])
         groups = []
