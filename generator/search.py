@@ -311,25 +311,28 @@ def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, job
     keys = [_shard_key(plan, pages) for _, pages in layout]
     folders = [out_dir / path for path, _ in layout]
 
-    def one(k: int) -> bool:
+    made: list[Path] = []  # bundles indexed beside the site, for want of a cache
+
+    def source(k: int) -> Path:
         key = keys[k]
         if cache is not None and key is not None and _kept(cache, key):
-            link_tree(cache / key, folders[k], skip=(DONE, DOCUMENTS))
-            return False
-        # Nothing kept: indexed beside the site and linked in.
+            return cache / key
         out_dir.mkdir(parents=True, exist_ok=True)
         fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=out_dir))
-        try:
-            _index_shard(fresh, _documents(layout[k][1], plan, {}))
-            canonicalise_index(fresh)
-            link_tree(fresh, folders[k])
-        finally:
-            shutil.rmtree(fresh, ignore_errors=True)
-        return True
+        made.append(fresh)
+        _index_shard(fresh, _documents(layout[k][1], plan, {}))
+        canonicalise_index(fresh)
+        return fresh
 
     try:
         with ThreadPoolExecutor(max(1, min(jobs, len(layout)))) as pool:
-            indexed += sum(pool.map(one, range(len(layout))))
+            sources = list(pool.map(source, range(len(layout))))
+            # The first bundle's folder holds the others' folders: linked first, so that it is made by
+            # its own link, not as the parent of another's while its own is being made.
+            if sources:
+                link_tree(sources[0], folders[0], skip=(DONE, DOCUMENTS))
+            list(pool.map(lambda k: link_tree(sources[k], folders[k], skip=(DONE, DOCUMENTS)), range(1, len(layout))))
+        indexed += len(made)
         # The search page loads the first bundle and merges the others it finds listed beside it.
         others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
         (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)
@@ -340,6 +343,9 @@ def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, job
                     shutil.rmtree(stale, ignore_errors=True)
     except OSError as exc:
         raise BuildError(f"could not write the search index: {exc}") from exc
+    finally:
+        for fresh in made:
+            shutil.rmtree(fresh, ignore_errors=True)
     return indexed
 
 

@@ -207,3 +207,31 @@ def test_a_build_that_fails_ends_the_indexing_it_began(tmp_path: Path, monkeypat
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # ended, and reaped
     assert _tree(site) == before
+
+
+def test_the_first_bundle_is_linked_before_the_bundles_in_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first shard's bundle is pagefind/, the others pagefind/shard-N/: linked side by side, another
+    # shard's link would make pagefind/ as its parent while the first's was about to make it.
+    monkeypatch.setattr(search, "SHARD_PAGES", 60)
+    root, _theme = _project(tmp_path)
+    real_link = search.link_tree
+    found = tmp_path / "found"  # whether the first bundle's folder was there before its own link (in the indexer)
+
+    def slow_first(source: Path, target: Path, skip: tuple[str, ...] = ()) -> None:
+        if target.name == search.BUNDLE.strip("/"):
+            time.sleep(0.5)  # time enough for any other link running beside it to make the folder
+            with found.open("a") as f:
+                f.write(f"{target.exists()}\n")
+        real_link(source, target, skip)
+
+    monkeypatch.setattr(search, "link_tree", slow_first)
+    for cache in (True, False):
+        result = build(root, tmp_path / f"site-{cache}", jobs=4, cache=cache)
+        assert result.shards >= 5
+        listed = json.loads((tmp_path / f"site-{cache}" / "pagefind" / "shards.json").read_text())
+        assert all(
+            (tmp_path / f"site-{cache}" / "pagefind" / shard / "pagefind-entry.json").is_file() for shard in listed
+        )
+    assert found.read_text().split() == ["False", "False"]
