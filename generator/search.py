@@ -56,7 +56,6 @@ IN_FLIGHT = 32
 DONE = ".complete"  # marks a cached shard as whole
 DOCUMENTS = ".documents.pickle"  # beside a cached shard: its documents by path, with their keys
 SHARDS = "shards.json"  # in the first bundle: the folders of the others, relative to it
-SEARCHED = ("entry.html", "hub.html")  # the templates of the pages that have a search document
 
 
 @dataclass(frozen=True)
