@@ -218,7 +218,8 @@ def _write(
         # one. Pagefind indexes the search documents and the signature index is written while the pages
         # are rendered over the cores and written as they come.
         spare = folder / "spare" if store else None
-        held = read_record(folder, SPARE, salt) if store else None
+        # A cache that cannot tell its files from ones written over by hand since cannot vouch for the spare's.
+        held = read_record(folder, SPARE, salt) if store and store.settled is not None else None
         before = read_record(folder, SITE, salt) if store else None
         write_record(folder, SPARE, salt, None)  # until the spare is recorded again, it is not to be trusted
         aside: Path | None = None  # the spare's folders written whole again, set aside
@@ -237,7 +238,9 @@ def _write(
                     wanted = {page: key for page, key in held.pages.items() if page in paths}
                     found = {page: inodes.get(key, -1) for page, key in wanted.items()}
                     kept_files = {**found, **dict.fromkeys(held.files & files.keys())}
-                    lost = sweep_folder(stage, kept_files, WHOLE, held.folders, [*held.pages, *held.files])
+                    lost = sweep_folder(
+                        stage, kept_files, WHOLE, held.folders, [*held.pages, *held.files], store.settled
+                    )
                     held = Record({page: key for page, key in wanted.items() if page not in lost}, held.files)
                 copy_static(theme / "static", stage)
                 write_files(stage, files)

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from generator.render import PageView, Shared
 from generator.validate import EntryCard, repr_digest
-from generator.write import Stamp, replace_file
+from generator.write import Stamp, fs_clock, replace_file
 
 PACKAGE = Path(__file__).resolve().parent
 # The libraries whose output is part of a page.
@@ -165,8 +165,16 @@ def forget_pages(folder: Path, pages: Iterable[str]) -> None:
         replace_file(path, json.dumps(found).encode("utf-8"))
 
 
+SETTLED = "settled"  # in the page cache's folder: the file system's time when the last build ended, in ns
+
+
 class PageCache:
-    """HTML of rendered pages under folder/, one file per key; pages no build used are pruned."""
+    """HTML of rendered pages under folder/, one file per key; pages no build used are pruned.
+
+    A site's pages are hard links to these files, so a page written over in place (opened for writing,
+    not replaced) writes into the cache too. Such a file has changed since the last build ended
+    (settled): it is not served again, nor kept where a site links it (write.sweep_folder).
+    """
 
     def __init__(self, folder: Path, salt: str) -> None:
         self.folder = folder
@@ -174,6 +182,11 @@ class PageCache:
         self.used: set[str] = set()
         self.valid: set[str] = set()
         self._keys: dict[str, tuple[PageView, str]] = {}  # keys whose file was read whole or written by this build
+        self.settled: int | None = None  # none known: no file is taken as a build left it
+        try:
+            self.settled = int((folder / SETTLED).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            pass
 
     def key(self, view: PageView) -> str:
         """The key of a page: its view (its recipe, where it has one), under this build's code and configuration."""
@@ -194,12 +207,13 @@ class PageCache:
         path = self.folder / f"{key}.html"
         try:
             with path.open("rb") as f:
+                status = os.fstat(f.fileno())
                 # Every page ends with its closing tag: a file torn by a crash ends short of it.
-                f.seek(max(0, os.fstat(f.fileno()).st_size - len(END)))
+                f.seek(max(0, status.st_size - len(END)))
                 whole = f.read() == END
         except OSError:
             return None
-        if not whole:
+        if not whole or self.settled is None or status.st_mtime_ns >= self.settled:
             return None
         self.valid.add(key)
         self.used.add(key)
@@ -232,11 +246,15 @@ class PageCache:
         return path if html.endswith(END) else None
 
     def prune(self) -> None:
-        """Remove the pages this build did not use, so the cache holds one site."""
+        """Remove the pages this build did not use, so the cache holds one site; then record the time as settled."""
         for name in self._files():
             if name.rpartition(".")[0] not in self.used:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(os.path.join(self.folder, name))
+        # Taken last: every file this build wrote is older. A file changed in the same tick of the file
+        # system's clock is taken as changed after it, which costs a page rendered again at most.
+        with contextlib.suppress(OSError):
+            replace_file(self.folder / SETTLED, str(fs_clock(self.folder)).encode("ascii"))
 
     def _files(self) -> Iterator[str]:
         """The names of the files in the folder that are or were pages."""

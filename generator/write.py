@@ -344,12 +344,7 @@ def folder_stamps(root: Path, paths: Iterable[str], skip: Iterable[str] = ()) ->
             folders.add(path[: cut + 1])
             cut = path.rfind("/", 0, cut)
     skipped = tuple(f"{name}/" for name in skip)
-    handle, probe = tempfile.mkstemp(prefix=".clock-", dir=root)  # the file system's time, not this machine's
-    try:
-        now = os.fstat(handle).st_ctime_ns
-    finally:
-        os.close(handle)
-        os.unlink(probe)
+    now = fs_clock(root)
     stamps: dict[str, Stamp | None] = {}
     for folder in sorted(folders):
         if folder.startswith(skipped):
@@ -362,6 +357,17 @@ def folder_stamps(root: Path, paths: Iterable[str], skip: Iterable[str] = ()) ->
         settled = found.st_ctime_ns < now - RACY_NS
         stamps[folder] = (found.st_ino, found.st_mtime_ns, found.st_ctime_ns) if settled else None
     return stamps
+
+
+def fs_clock(folder: Path) -> int:
+    """The time now by the clock of the file system that holds folder (which may not be this machine's), in ns."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, probe = tempfile.mkstemp(prefix=".clock-", dir=folder)
+    try:
+        return os.fstat(handle).st_ctime_ns
+    finally:
+        os.close(handle)
+        os.unlink(probe)
 
 
 def _stamp(path: str) -> Stamp | None:
@@ -378,11 +384,13 @@ def sweep_folder(
     skip: Iterable[str] = (),
     stamps: dict[str, Stamp | None] | None = None,
     listed: Iterable[str] = (),
+    settled: int | None = None,
 ) -> set[str]:
     """Remove every file of a kept site but those keep names, and folders left empty; the folders skip names stay.
 
     keep maps a path to the inode its file must have (a page is a link to its cache file), or None for
-    any. Return the paths keep names that the folder does not hold as named: a page written over by
+    any; given settled, such a file must also be unchanged since then by the file system's clock. Return
+    the paths keep names that the folder does not hold as named: a page replaced or written over by
     hand, or removed, must be written again. What a build writes into a folder it reuses must leave it
     as a fresh folder would be: a file no record names (an entry since deleted, one written by hand)
     must not survive into the next site.
@@ -426,7 +434,7 @@ def sweep_folder(
                     os.rmdir(os.path.join(root, relative))
                 else:
                     empty = False
-            elif relative in keep and (item is None or keep[relative] in (None, item.inode())):
+            elif relative in keep and _holds(os.path.join(root, relative), item, keep[relative], settled):
                 held.add(relative)
                 empty = False
             else:
@@ -436,6 +444,20 @@ def sweep_folder(
 
     sweep("")
     return set(keep) - held
+
+
+def _holds(path: str, item: os.DirEntry[str] | None, inode: int | None, settled: int | None) -> bool:
+    """Whether the file at path is the one wanted: any, or the file of that inode, unchanged since settled if given."""
+    if inode is None:
+        return True
+    if settled is None and item is not None:
+        return item.inode() == inode
+    try:
+        found = item.stat(follow_symlinks=False) if item is not None else os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    # A page is a link to its cache file: one written over in place keeps the inode and changes the time.
+    return found.st_ino == inode and (settled is None or found.st_mtime_ns < settled)
 
 
 def exchange(a: Path, b: Path) -> bool:

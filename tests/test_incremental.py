@@ -122,7 +122,7 @@ def test_an_unchanged_rebuild_renders_nothing_and_the_cache_holds_one_site(tmp_p
     entry_id = yaml.safe_load(entry.read_text(encoding="utf-8"))["id"]
     assert f"failures/{entry_id}/index.html" in third.rendered
     assert len(third.rendered) < first.pages // 4
-    assert len(list((cache_folder(out) / "pages").iterdir())) == first.pages
+    assert len(list((cache_folder(out) / "pages").glob("*.html"))) == first.pages
 
 
 def test_pages_are_the_cache_files_linked_and_every_reader_may_read_them(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_pages_are_the_cache_files_linked_and_every_reader_may_read_them(tmp_pat
     out = tmp_path / "site"
     build(root, out, search=False, theme=theme)
     again = build(root, out, search=False, theme=theme)
-    kept = {p.stat().st_ino for p in (cache_folder(out) / "pages").iterdir()}
+    kept = {p.stat().st_ino for p in (cache_folder(out) / "pages").glob("*.html")}
     pages = sorted(out.rglob("*.html"))
     assert len(pages) == again.pages and {p.stat().st_ino for p in pages} == kept
     umask = os.umask(0o022)
@@ -142,12 +142,44 @@ def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:
     root, theme = _project(tmp_path)
     out, clean = tmp_path / "site", tmp_path / "clean"
     build(root, out, search=False, theme=theme)
-    for page in (cache_folder(out) / "pages").iterdir():
+    for page in (cache_folder(out) / "pages").glob("*.html"):
         page.write_bytes(page.read_bytes()[:100])  # as a crash mid-write on a disk without ordering would
     records = cache_folder(out) / "records.pickle"
     records.write_bytes(records.read_bytes()[:100])
     build(root, out, search=False, theme=theme)
     build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+
+
+def _write_in_place(page: Path, text: bytes) -> None:
+    """Write over the start of a page through its own file, as a tool that opens it for writing would."""
+    before = page.stat().st_mtime_ns
+    while True:
+        time.sleep(0.01)  # a tick of the file system's clock, so the write is seen as later
+        with page.open("r+b") as f:
+            f.write(text)
+        if page.stat().st_mtime_ns > before:
+            return
+
+
+def test_a_page_written_over_in_place_is_never_served_again(tmp_path: Path) -> None:
+    # A site's pages are links to the cache's files: a page written over in place (not replaced) writes
+    # into the cache's file, and into the kept previous site's page where that links the same file.
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    build(root, out, search=False, theme=theme)
+    _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} Inplaceword."))
+    build(root, out, search=False, theme=theme)  # the first site is now the spare
+    unchanged, edited = out / "404.html", out / "failures/cuda-oom/index.html"
+    assert unchanged.stat().st_nlink == 3 and edited.stat().st_nlink == 2  # the cache's, this site's, the spare's
+    _write_in_place(unchanged, b"<!-- by hand -->")
+    _write_in_place(edited, b"<!-- by hand -->")
+    # Into the spare, which links the unchanged page's file and an older version of the edited one.
+    build(root, out, search=False, theme=theme)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+    build(root, out, search=False, theme=theme)  # into the site written over
     assert _tree(out) == _tree(clean)
 
 
