@@ -450,8 +450,6 @@ def _holds(path: str, item: os.DirEntry[str] | None, inode: int | None, settled:
     """Whether the file at path is the one wanted: any, or the file of that inode, unchanged since settled if given."""
     if inode is None:
         return True
-    if settled is None and item is not None:
-        return item.inode() == inode
     try:
         found = item.stat(follow_symlinks=False) if item is not None else os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
