@@ -12,7 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.cache import SITE, SPARE, PageCache, Record, code_digest, package_digest, read_record, write_record
+from generator.cache import (
+    SITE,
+    SPARE,
+    PageCache,
+    Record,
+    code_digest,
+    package_digest,
+    read_fragments,
+    read_record,
+    write_fragments,
+    write_record,
+)
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
 from generator.errors import BuildError, Problem, StrictModeError
@@ -187,7 +198,10 @@ def _write(
     skipped: set[str] = set()  # pages keep named, which the folder holds as someone else wrote them
     indexed = 0
     salt = code_digest(theme / "templates", [catalog.site])
-    store = PageCache(cache_folder(out_dir) / "pages", salt) if cache else None
+    folder = cache_folder(out_dir)
+    store = PageCache(folder / "pages", salt) if cache else None
+    kept_rows = read_fragments(folder, salt) if store else {}
+    renderer.fragments = dict(kept_rows)  # what the templates add to, compared with what was kept at the end
     records = KeptRecords(cache_folder(out_dir) / "records.pickle", package_digest()) if cache else None
     files: dict[str, str | bytes] = {
         **build_crawl_files(catalog, [view.path for view in views]),
@@ -196,7 +210,6 @@ def _write(
         "static/diagnose-rules.js": browser_rules(),
     }
 
-    folder = cache_folder(out_dir)
     paths = {view.path for view in views}
     stamps: dict[str, Stamp | None] = {}  # of the site's folders: none for a site updated in place (`serve`)
     if in_place:
@@ -264,6 +277,8 @@ def _write(
         pages_now = {view.path: store.key(view) for view in views if view.path not in skipped}
         write_record(folder, SITE, salt, Record(pages_now, frozenset(files), stamps))
         store.prune()
+        if (rows := renderer.row_fragments()) != kept_rows:
+            write_fragments(folder, salt, rows)
     else:
         # What the folder now holds is not what the cache last recorded.
         write_record(folder, SITE, "", None)

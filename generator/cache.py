@@ -165,6 +165,28 @@ def forget_pages(folder: Path, pages: Iterable[str]) -> None:
         replace_file(path, json.dumps(found).encode("utf-8"))
 
 
+ROWS = "rows.pickle"  # the HTML of each listing row the last build made, by the row's digest
+
+
+def read_fragments(folder: Path, salt: str) -> dict[str, str]:
+    """The rows' HTML kept in the cache folder under salt; empty if there is none, it is damaged or of another salt."""
+    try:
+        with (folder / ROWS).open("rb") as f:
+            found = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError):
+        return {}
+    if isinstance(found, tuple) and len(found) == 2 and found[0] == salt and isinstance(found[1], dict):
+        return found[1]
+    return {}
+
+
+def write_fragments(folder: Path, salt: str, fragments: dict[str, str]) -> None:
+    """Keep the rows' HTML under salt in the cache folder; a file that cannot be written costs time only."""
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        replace_file(folder / ROWS, pickle.dumps((salt, fragments), protocol=pickle.HIGHEST_PROTOCOL))
+
+
 SETTLED = "settled"  # in the page cache's folder: the file system's time when the last build ended, in ns
 
 

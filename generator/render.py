@@ -37,6 +37,7 @@ RECENT_ENTRIES = 8
 # A page's side navigation lists at most this many of its category's entries, so a page's size does not
 # grow with the category's.
 SIDENAV_LIMIT = 120
+ROW_TEMPLATE = "_entry_row.html"
 
 
 @dataclass(frozen=True)
@@ -344,8 +345,12 @@ class Renderer:
         self.catalog = catalog
         self.site = catalog.site
         self.env = _environment(templates)
+        # A listing row's HTML by the row's digest: the same in every listing, and made once for all of them.
+        # A build keeps it between builds with the pages it was rendered under (see row_fragments).
+        self.fragments: dict[str, str] = {}
         self.env.globals.update(
             site=self.site,
+            entry_rows=self.entry_rows,
             path=_prefixed(self.site.path()),
             url=self.site.url,
             jsonld=jsonld.script_text,
@@ -388,6 +393,24 @@ class Renderer:
             e.severity,
             [SYSTEMS[s.id].name for s in e.systems],
         )
+
+    def entry_rows(self, rows: list[EntryRow]) -> Markup:
+        """The HTML of a listing table's rows, one templates/_entry_row.html each, made once for each row content."""
+        return Markup("".join(map(self._entry_row, rows)))
+
+    def _entry_row(self, row: EntryRow) -> str:
+        html = self.fragments.get(row.digest)
+        if html is None:
+            html = self.fragments[row.digest] = self.env.get_template(ROW_TEMPLATE).render(r=row)
+        return html
+
+    def row_fragments(self) -> dict[str, str]:
+        """The HTML made of the rows of this catalog, by digest: what a later build under the same templates reuses.
+
+        Made for every row first: a build that renders over forked workers made none in this process.
+        """
+        rows = [self.row(entry_id) for entry_id in self.catalog.entries]
+        return {row.digest: self._entry_row(row) for row in rows}
 
     def rows(self, ids: list[str]) -> list[EntryRow]:
         """Return listing rows, most severe first, then by title."""
@@ -770,7 +793,9 @@ def _render_many(renderer: Renderer, views: list[PageView], jobs: int) -> Iterat
         for view in views:
             yield renderer.render(view).encode("utf-8")
         return
-    # Forked workers read the parent's catalog as it stands, with nothing pickled across.
+    # Forked workers read the parent's catalog as it stands, with nothing pickled across: the rows' HTML
+    # too, made here once rather than in every worker.
+    renderer.row_fragments()
     _WORK = (renderer, views)
     try:
         with multiprocessing.get_context("fork").Pool(jobs, initializer=collect_from_here) as pool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import pickle
 import random
 import shutil
 import time
@@ -144,10 +145,34 @@ def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:
     build(root, out, search=False, theme=theme)
     for page in (cache_folder(out) / "pages").glob("*.html"):
         page.write_bytes(page.read_bytes()[:100])  # as a crash mid-write on a disk without ordering would
-    records = cache_folder(out) / "records.pickle"
-    records.write_bytes(records.read_bytes()[:100])
+    for kept in ("records.pickle", "rows.pickle"):
+        (cache_folder(out) / kept).write_bytes((cache_folder(out) / kept).read_bytes()[:100])
     build(root, out, search=False, theme=theme)
     build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+
+
+def test_listing_rows_are_taken_from_the_last_build_only_under_the_same_templates(tmp_path: Path) -> None:
+    # A row's HTML is kept by the row's digest: what a listing page shows of an entry whose row is as it
+    # was comes from the last build, and nothing the last build kept is used under other templates.
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, out, search=False, theme=theme)
+    rows = cache_folder(out) / "rows.pickle"
+    salt, fragments = pickle.loads(rows.read_bytes())
+    marked = {digest: html.replace("<td>", "<td>kept-row ", 1) for digest, html in fragments.items()}
+    rows.write_bytes(pickle.dumps((salt, marked)))
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} Rowword."))
+    build(root, out, search=False, theme=theme)
+    listing = (out / "failures/index.html").read_text(encoding="utf-8")
+    assert "Rowword." in listing
+    assert listing.count("kept-row ") == len(fragments) - 1  # every row but the edited entry's
+    template = theme / "templates/_entry_row.html"
+    template.write_text(template.read_text(encoding="utf-8").replace("<tr>", '<tr class="row">'), encoding="utf-8")
+    build(root, out, search=False, theme=theme)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert "kept-row" not in (out / "failures/index.html").read_text(encoding="utf-8")
     assert _tree(out) == _tree(clean)
 
 
