@@ -32,7 +32,7 @@ from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import Rendered, Renderer, example_files, page_views, render_views
-from generator.search import BUNDLE, SearchPlan, cache_search, die_with_parent, index_search, search_plan, shards
+from generator.search import BUNDLE, Indexed, SearchPlan, cache_search, die_with_parent, link_search, search_plan
 from generator.validate import collect_from_here, validate_sources
 from generator.write import (
     Stamp,
@@ -70,7 +70,7 @@ class BuildResult:
     indexed: int = 0  # search shards Pagefind indexed (the others were as the cache kept them)
     catalog: Catalog | None = None  # the content built, for `serve` to render an edited page from
     written: tuple[str, ...] = ()  # in an update, the pages written (rendered now or taken from the cache)
-    shards: int = 0  # search shards the index is in
+    shards: int = 0  # search shards the index is in; none when the build wrote no index
 
 
 def load_catalog(root: Path, memo: Memo | None = None, jobs: int = 1) -> Catalog:
@@ -156,7 +156,8 @@ def _build(
 
     renderer = Renderer(catalog, theme / "templates")
     folder = cache_folder(out_dir)
-    plan = search_plan(renderer, catalog.site.language, keyed=cache)
+    # Keyed for the index this build writes, or the one `serve` writes after an update.
+    plan = search_plan(renderer, catalog.site.language, keyed=cache and (search or update))
     in_place = update and cache and is_site(out_dir)  # `serve`'s, updated page by page
     # The search index is begun first, from the plan alone: Pagefind indexing a changed shard is the
     # longest part of a one-entry rebuild, and it needs no page. It writes into the site's folder once
@@ -196,7 +197,7 @@ def _write(
     rendered: list[str] = []
     changed: list[str] = []
     skipped: set[str] = set()  # pages keep named, which the folder holds as someone else wrote them
-    indexed = 0
+    indexed = Indexed(0, 0)  # none by this build: a site updated in place is indexed by its caller
     salt = code_digest(theme / "templates", [catalog.site])
     folder = cache_folder(out_dir)
     store = PageCache(folder / "pages", salt) if cache else None
@@ -264,7 +265,7 @@ def _write(
             finally:
                 indexing.join()
                 signing.join()
-            indexed = indexing.result() or 0
+            indexed = indexing.result() or Indexed(0, 0)
             signing.result()
             # Taken last: the next build into this folder reads none that is as it was now.
             stamps = folder_stamps(stage, [*paths, *files], WHOLE) if store else {}
@@ -293,10 +294,10 @@ def _write(
         catalog.warnings,
         rendered,
         plan,
-        indexed,
+        indexed.indexed,
         catalog,
         tuple(changed),
-        len(shards(plan.pages)),
+        indexed.shards,
     )
 
 
@@ -312,13 +313,14 @@ def _except(
             yield page, html
 
 
-def _index_once_staged(plan: SearchPlan, cache: Path | None, jobs: int, stage: _Later) -> int:
+def _index_once_staged(plan: SearchPlan, cache: Path | None, jobs: int, stage: _Later) -> Indexed:
     """Index what the cache lacks from the plan alone; once the build has its folder, write the bundles there."""
     indexed = cache_search(plan, cache, jobs) if cache is not None and plan.keys else 0
     folder = stage.get()
     if folder is None:
-        return indexed  # the build stopped before it had a folder
-    return indexed + index_search(folder, plan, cache, jobs)
+        return Indexed(indexed, 0)  # the build stopped before it had a folder
+    written = link_search(folder, plan, cache, jobs)
+    return Indexed(indexed + written.indexed, written.shards)
 
 
 class _Later:

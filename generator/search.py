@@ -299,13 +299,25 @@ def cache_search(plan: SearchPlan, cache: Path, jobs: int = 1) -> int:
     return len(todo)
 
 
-def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> int:
-    """Write the search bundles of plan under out_dir; return how many shards Pagefind had to index.
+class Indexed(typing.NamedTuple):
+    """What writing a search index took: the shards Pagefind indexed (the others were as the cache kept them)."""
 
-    With a cache folder and page keys, a shard whose pages are as they were is linked from the cache,
-    and each shard indexed now is kept there (cache_search); shards no longer used are removed from it.
-    """
+    indexed: int
+    shards: int
+
+
+def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> Indexed:
+    """Write the search bundles of plan under out_dir, indexing into the cache first what it lacks (cache_search)."""
     indexed = cache_search(plan, cache, jobs) if cache is not None and plan.keys else 0
+    written = link_search(out_dir, plan, cache, jobs)
+    return Indexed(indexed + written.indexed, written.shards)
+
+
+def link_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> Indexed:
+    """Write the search bundles of plan under out_dir: each shard the cache holds linked from it, the others indexed.
+
+    With a cache folder and page keys, shards the cache holds but plan no longer uses are removed from it.
+    """
     layout = shards(plan.pages)
     keys = [_shard_key(plan, pages) for _, pages in layout]
     folders = [out_dir / path for path, _ in layout]
@@ -331,7 +343,6 @@ def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, job
             if sources:
                 link_tree(sources[0], folders[0], skip=(DONE, DOCUMENTS))
             list(pool.map(lambda k: link_tree(sources[k], folders[k], skip=(DONE, DOCUMENTS)), range(1, len(layout))))
-        indexed += len(made)
         # The search page loads the first bundle and merges the others it finds listed beside it.
         others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
         (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)
@@ -345,7 +356,7 @@ def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, job
     finally:
         for fresh in made:
             shutil.rmtree(fresh, ignore_errors=True)
-    return indexed
+    return Indexed(len(made), len(layout))
 
 
 def _earlier_documents(cache: Path, keys: set[str], settings: str) -> dict[str, tuple[str, str]]:
