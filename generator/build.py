@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import multiprocessing
 import os
@@ -32,7 +33,17 @@ from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import Rendered, Renderer, example_files, page_views, render_views
-from generator.search import BUNDLE, Indexed, SearchPlan, cache_search, die_with_parent, link_search, search_plan
+from generator.search import (
+    BUNDLE,
+    Indexed,
+    SearchPlan,
+    cache_search,
+    die_with_parent,
+    index_ahead,
+    keep_guide,
+    link_search,
+    search_plan,
+)
 from generator.validate import collect_from_here, validate_sources
 from generator.write import (
     Stamp,
@@ -132,7 +143,21 @@ def build(
     left for the caller to replace (search.reindex).
     """
     with fewer_collections():
-        return _build(root, out_dir, strict, search, theme, cache, jobs, memo, update, keep)
+        # Before anything else: the shards an edit of a few entries changes are indexed from the last
+        # build's plan while this one loads its catalog, and are then found in the cache.
+        guess = search and cache and not update and "fork" in multiprocessing.get_all_start_methods()
+        ahead = _Beside(index_ahead if guess else None, root, cache_folder(out_dir) / "search")
+        try:
+            result = _build(root, out_dir, strict, search, theme, cache, jobs, memo, update, keep)
+        except BaseException:
+            ahead.abandon()
+            raise
+        ahead.join()
+        try:
+            guessed = int(ahead.result() or 0)
+        except Exception:  # noqa: BLE001 - a guess that failed cost only its time; the build indexed what it needed
+            guessed = 0
+        return dataclasses.replace(result, indexed=result.indexed + guessed)
 
 
 def _build(
@@ -163,12 +188,21 @@ def _build(
     # longest part of a one-entry rebuild, and it needs no page. It writes into the site's folder once
     # the build has one; a site updated in place is indexed by its caller (search.reindex).
     stage_ready = _Later()
+
+    def guide() -> None:
+        """Keep what the next build's index_ahead reads: called by the indexing process once it has indexed."""
+        if memo is not None:
+            entries = {name: Renderer.entry_page(entry_id) for entry_id, name in catalog.entry_paths.items()}
+            titles = {tag: info.title for tag, info in catalog.tags.items()}
+            keep_guide(folder / "search", plan, entries, memo.statuses(), titles)
+
     indexing = _Beside(
         _index_once_staged if search and not in_place else None,
         plan,
         folder / "search" if cache else None,
         jobs or _cores(),
         stage_ready,
+        guide if cache else None,
     )
     try:
         return _write(out_dir, catalog, renderer, plan, indexing, stage_ready, theme, cache, jobs, in_place, keep)
@@ -313,13 +347,20 @@ def _except(
             yield page, html
 
 
-def _index_once_staged(plan: SearchPlan, cache: Path | None, jobs: int, stage: _Later) -> Indexed:
-    """Index what the cache lacks from the plan alone; once the build has its folder, write the bundles there."""
+def _index_once_staged(
+    plan: SearchPlan, cache: Path | None, jobs: int, stage: _Later, guide: Callable[[], None] | None
+) -> Indexed:
+    """Index what the cache lacks from the plan alone; once the build has its folder, write the bundles there.
+
+    Then keep the guide index_ahead reads in the next build.
+    """
     indexed = cache_search(plan, cache, jobs) if cache is not None and plan.keys else 0
     folder = stage.get()
     if folder is None:
         return Indexed(indexed, 0)  # the build stopped before it had a folder
     written = link_search(folder, plan, cache, jobs)
+    if guide is not None and plan.keys:
+        guide()
     return Indexed(indexed + written.indexed, written.shards)
 
 

@@ -179,6 +179,11 @@ class Memo:
             self._touched[1].add(display)
         return self.key(display, digest, digested=True)
 
+    def statuses(self) -> dict[str, tuple[int, ...]]:
+        """Each file's status when its kept findings' bytes were read; a file read too soon after a write has none."""
+        self._load()
+        return {name: status for name, (status, _digest) in self._statuses.items()}
+
     def get(self, key: tuple[str, bytes]) -> Any:
         """What was found in the file under key, or None when it was never checked."""
         self._load()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import re
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -217,6 +217,15 @@ class Facets(typing.NamedTuple):
     tags: tuple[tuple[str, str], ...]  # (id, title)
 
 
+def entry_facets(entry: EntryCard, tag_titles: Mapping[str, str]) -> Facets:
+    """The names of an entry's category, systems and tags, given its tags' titles; KeyError for a tag not given."""
+    return Facets(
+        CATEGORIES[entry.category].name,
+        tuple((s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems),
+        tuple((t, tag_titles[t]) for t in entry.tags),
+    )
+
+
 @dataclass(frozen=True)
 class EntryRecipe:
     """What an entry page's context is made from, and far smaller: the entry, and names and digests of the rest."""
@@ -372,6 +381,7 @@ class Renderer:
         self._by_title: dict[str, Shelf] = {}
         self._rows: dict[str, EntryRow] = {}
         self._hubs: dict[str, PageView] = {}  # made once: for the search plan first, then with every page
+        self._tag_titles = {tag: info.title for tag, info in catalog.tags.items()}
 
     # -- shared pieces -------------------------------------------------------------------------
 
@@ -485,11 +495,7 @@ class Renderer:
 
     def facets(self, entry: EntryCard) -> Facets:
         """The names of an entry's category, systems and tags."""
-        return Facets(
-            CATEGORIES[entry.category].name,
-            tuple((s.id, SYSTEMS[s.id].name, s.note) for s in entry.systems),
-            tuple((t, self.catalog.tags[t].title) for t in entry.tags),
-        )
+        return entry_facets(entry, self._tag_titles)
 
     @staticmethod
     def entry_page(entry_id: str) -> str:

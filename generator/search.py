@@ -11,7 +11,9 @@ the search page merges them. A shard whose documents are as they were is taken f
 from __future__ import annotations
 
 import base64
+import contextlib
 import ctypes
+import fcntl
 import gzip
 import hashlib
 import html
@@ -37,11 +39,11 @@ from typing import IO, Any, Protocol, TypeVar
 from generator.cache import digest, package_digest
 from generator.errors import BuildError
 from generator.markup import markdown_text
-from generator.render import EntryPageContext, Facets, HubPageContext, PageView, Renderer
+from generator.render import EntryPageContext, Facets, HubPageContext, PageView, Renderer, entry_facets
 from generator.schema import Entry
 from generator.taxonomy import SYSTEMS
-from generator.validate import repr_digest
-from generator.write import exchange, link_tree
+from generator.validate import read_and_check, repr_digest
+from generator.write import exchange, link_tree, replace_file
 
 # Error text is full of identifiers like grad_norm, NCCL_DEBUG and ProcessGroupNCCL.cpp:1234.
 INCLUDE_CHARACTERS = "_.:"
@@ -56,6 +58,8 @@ IN_FLIGHT = 32
 DONE = ".complete"  # marks a cached shard as whole
 DOCUMENTS = ".documents.pickle"  # beside a cached shard: its documents by path, with their keys
 SHARDS = "shards.json"  # in the first bundle: the folders of the others, relative to it
+GUIDE = ".guide.pickle"  # beside the cache's folder (search/ gives search.guide.pickle): what index_ahead reads
+AHEAD_MOST = 16  # entry files changed since the last build beyond which index_ahead leaves the indexing to the build
 
 
 @dataclass(frozen=True)
@@ -154,8 +158,10 @@ def search_records(views: Iterable[PageView], language: str) -> list[SearchRecor
     """The search document of every page that has one (entries and hubs), in path order."""
     records = []
     for view in views:
-        if isinstance(view.context, EntryPageContext):
-            records.append(SearchRecord(view.path, _entry_document(view.context, language)))
+        if isinstance(ctx := view.context, EntryPageContext):
+            entry = ctx.entry if isinstance(ctx.entry, Entry) else ctx.entry.entry()
+            facets = Facets(ctx.category_name, tuple(ctx.systems), tuple(ctx.tags))
+            records.append(SearchRecord(view.path, _entry_document(entry, facets, language)))
         elif isinstance(view.context, HubPageContext):
             records.append(SearchRecord(view.path, _hub_document(view.context, language)))
     return sorted(records, key=lambda record: record.path)
@@ -183,11 +189,11 @@ def _document(
     return "\n".join(parts)
 
 
-def _entry_document(ctx: EntryPageContext, language: str) -> str:
-    e = ctx.entry if isinstance(ctx.entry, Entry) else ctx.entry.entry()
-    systems = [name for _, name, _ in ctx.systems]
-    tags = [title for _, title in ctx.tags]
-    filters = [("category", ctx.category_name), ("severity", e.severity)]
+def _entry_document(e: Entry, facets: Facets, language: str) -> str:
+    """An entry's search document: made from the entry and its facets alone, which its key covers (_entry_key)."""
+    systems = [name for _, name, _ in facets.systems]
+    tags = [title for _, title in facets.tags]
+    filters = [("category", facets.category_name), ("severity", e.severity)]
     filters += [("system", name) for name in systems] + [("tag", title) for title in tags]
     markdown = [
         e.summary,
@@ -203,7 +209,7 @@ def _entry_document(ctx: EntryPageContext, language: str) -> str:
         e.verify.step,
         e.verify.expected,
     ]
-    facts = [f"Category: {ctx.category_name}", f"Severity: {e.severity}", f"Systems: {', '.join(systems)}"]
+    facts = [f"Category: {facets.category_name}", f"Severity: {e.severity}", f"Systems: {', '.join(systems)}"]
     if tags:
         facts.append(f"Tags: {' '.join(tags)}")
     return _document(
@@ -264,39 +270,160 @@ def cache_search(plan: SearchPlan, cache: Path, jobs: int = 1) -> int:
 
     Needs no site folder, so it can run before the build has one. Documents are made only for the
     shards indexed, and of those, only for pages whose key changed since the shard they were in last.
+    Waits first for index_ahead, which may have indexed them already.
     """
-    layout = shards(plan.pages)
-    keys = [_shard_key(plan, pages) for _, pages in layout]
-    todo = [k for k, key in enumerate(keys) if key is not None and not _kept(cache, key)]
-    if not todo:
-        return 0
-    settings = _settings(plan)
-    # The documents of the shards this build replaces: a changed shard's other documents are made again
-    # only if what they are made from changed.
-    earlier = _earlier_documents(cache, {k for k in keys if k}, settings)
+    with _cache_lock(cache):
+        layout = shards(plan.pages)
+        keys = [_shard_key(plan, pages) for _, pages in layout]
+        todo = [k for k, key in enumerate(keys) if key is not None and not _kept(cache, key)]
+        if not todo:
+            return 0
+        settings = _settings(plan)
+        # The documents of the shards this build replaces: a changed shard's other documents are made again
+        # only if what they are made from changed.
+        earlier = _earlier_documents(cache, {k for k in keys if k}, settings)
 
-    def one(k: int) -> None:
-        kept = cache / typing.cast(str, keys[k])
-        cache.mkdir(parents=True, exist_ok=True)
-        fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=cache))
-        try:
+        def one(k: int) -> None:
             records = _documents(layout[k][1], plan, earlier)
-            _index_shard(fresh, records)
-            canonicalise_index(fresh)
-            documents = {r.path: (plan.keys[r.path], r.html) for r in records}
-            (fresh / DOCUMENTS).write_bytes(pickle.dumps((settings, documents), protocol=pickle.HIGHEST_PROTOCOL))
-            (fresh / DONE).write_bytes(b"")
-            shutil.rmtree(kept, ignore_errors=True)
-            os.replace(fresh, kept)
-        finally:
-            shutil.rmtree(fresh, ignore_errors=True)
+            _index_into(cache, typing.cast(str, keys[k]), records, plan.keys, settings)
 
+        try:
+            with ThreadPoolExecutor(max(1, min(jobs, len(todo)))) as pool:
+                list(pool.map(one, todo))
+        except OSError as exc:
+            raise BuildError(f"could not write the search index: {exc}") from exc
+        return len(todo)
+
+
+def _index_into(cache: Path, key: str, records: list[SearchRecord], keys: dict[str, str], settings: str) -> None:
+    """Index a shard's records into the cache under key, with its documents beside it; whole or not at all."""
+    kept = cache / key
+    cache.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=".pagefind-", dir=cache))
     try:
-        with ThreadPoolExecutor(max(1, min(jobs, len(todo)))) as pool:
-            list(pool.map(one, todo))
-    except OSError as exc:
-        raise BuildError(f"could not write the search index: {exc}") from exc
-    return len(todo)
+        _index_shard(fresh, records)
+        canonicalise_index(fresh)
+        documents = {r.path: (keys[r.path], r.html) for r in records}
+        (fresh / DOCUMENTS).write_bytes(pickle.dumps((settings, documents), protocol=pickle.HIGHEST_PROTOCOL))
+        (fresh / DONE).write_bytes(b"")
+        shutil.rmtree(kept, ignore_errors=True)
+        os.replace(fresh, kept)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _cache_lock(cache: Path) -> Iterator[None]:
+    """Hold the search cache for this process alone: index_ahead and the build's indexing never index at once."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache.with_name(f"{cache.name}.lock"), "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # released as the file closes, or as the process holding it dies
+
+
+@dataclass(frozen=True)
+class _Guide:
+    """What index_ahead reads of the last build: its plan's keys, and each entry file's status and page."""
+
+    language: str
+    keys: dict[str, str]  # every document's key, by page path
+    entries: dict[str, tuple[tuple[int, ...] | None, str]]  # by file name under the root: its status, its page
+    tag_titles: dict[str, str]
+
+
+def keep_guide(
+    cache: Path,
+    plan: SearchPlan,
+    pages: dict[str, str],
+    statuses: dict[str, tuple[int, ...]],
+    tag_titles: dict[str, str],
+) -> None:
+    """Keep beside the search cache what index_ahead needs of this build; one that cannot be written costs time only.
+
+    pages names each entry file's page, statuses the status each file had when its content was read.
+    Being only a guide, it needs no lock: a guide that does not fit the files costs index_ahead its time.
+    """
+    # A file read too soon after it was written has no status: index_ahead reads it again every time.
+    entries = {name: (statuses.get(name), page) for name, page in pages.items()}
+    guide = _Guide(plan.language, plan.keys, entries, tag_titles)
+    with contextlib.suppress(OSError):
+        replace_file(cache.with_name(f"{cache.name}{GUIDE}"), pickle.dumps(guide, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def index_ahead(root: Path, cache: Path) -> int:
+    """Index, before the build has loaded its catalog, the shards a few edited entries change; return how many.
+
+    A guess from the last build's plan (keep_guide) and the entry files whose status changed since: each
+    edited entry's document key is made as the build makes it, and each shard is kept under the key of
+    its documents, so a shard guessed wrong is one the build never looks up, and costs only time.
+    """
+    with _cache_lock(cache):
+        try:
+            guide = pickle.loads(cache.with_name(f"{cache.name}{GUIDE}").read_bytes())
+        except Exception:  # noqa: BLE001 - none, or damaged: there is nothing to go on
+            return 0
+        if not isinstance(guide, _Guide):
+            return 0
+        changed = []
+        for name, (status, page) in guide.entries.items():
+            try:
+                st = os.stat(root / name)
+            except OSError:
+                return 0  # an entry removed: the layout of the shards is not the last build's
+            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev) != status:
+                changed.append((name, page))
+        if len(changed) > AHEAD_MOST:
+            return 0  # a large change, for the build to index as it finds it
+        edited: dict[str, tuple[Entry, Facets]] = {}
+        old_keys: list[str] = []  # of the edited pages, in the same order
+        hubs: set[str] = set()
+        for name, page in changed:
+            _digest, (card, problems, _unsafe, entry_id) = read_and_check((name, root / name))
+            if card is None or problems or guide.keys.get(page) is None or Renderer.entry_page(entry_id) != page:
+                continue
+            try:
+                facets = entry_facets(card, guide.tag_titles)
+            except KeyError:
+                continue  # a tag the last build did not have
+            key = _entry_key(card.digest, facets)
+            if key != guide.keys[page]:
+                old_keys.append(guide.keys[page])
+                guide.keys[page] = key
+                edited[page] = (card.entry(), facets)
+                hubs.update(f"hubs/{h.hub}/index.html" for h in card.hubs)
+        if not edited:
+            return 0
+        every = [SearchPage(path, _no_view) for path in sorted(guide.keys)]
+        before = SearchPlan(every, {**guide.keys, **dict(zip(edited, old_keys, strict=True))}, guide.language)
+        plan = SearchPlan(every, guide.keys, guide.language)
+        settings = _settings(plan)
+        layout = [(k, run) for k, (_, run) in enumerate(shards(every)) if any(p.path in edited for p in run)]
+        keys = {k: typing.cast(str, _shard_key(plan, run)) for k, run in layout}
+        # The documents of the shards the last build indexed these pages in.
+        earlier = _documents_in((cache / typing.cast(str, _shard_key(before, run)) for _, run in layout), settings)
+        indexed = 0
+        for k, run in layout:
+            if _kept(cache, keys[k]) or any(p.path in hubs for p in run):
+                continue  # a hub an edited entry is in may read what changed: its key is not known here
+            records = []
+            for p in run:
+                if p.path in edited:
+                    records.append(SearchRecord(p.path, _entry_document(*edited[p.path], guide.language)))
+                elif earlier.get(p.path, ("",))[0] == guide.keys[p.path]:
+                    records.append(SearchRecord(p.path, earlier[p.path][1]))
+                else:
+                    break  # a document the last build's shards do not hold
+            else:
+                try:
+                    _index_into(cache, keys[k], records, guide.keys, settings)
+                except (OSError, BuildError):
+                    return indexed
+                indexed += 1
+        return indexed
+
+
+def _no_view() -> PageView:
+    raise AssertionError("index_ahead makes no page view")
 
 
 class Indexed(typing.NamedTuple):
@@ -361,12 +488,17 @@ def link_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs
 
 def _earlier_documents(cache: Path, keys: set[str], settings: str) -> dict[str, tuple[str, str]]:
     """The documents, by path with their keys, of the cached shards that keys no longer names, made as now."""
-    earlier: dict[str, tuple[str, str]] = {}
     try:
         stale = [folder for folder in cache.iterdir() if folder.name not in keys]
     except OSError:
-        return earlier
-    for folder in stale:
+        return {}
+    return _documents_in(stale, settings)
+
+
+def _documents_in(folders: Iterable[Path], settings: str) -> dict[str, tuple[str, str]]:
+    """The documents, by path with their keys, of the cached shards in folders, made as now."""
+    earlier: dict[str, tuple[str, str]] = {}
+    for folder in folders:
         try:
             made_with, found = pickle.loads((folder / DOCUMENTS).read_bytes())
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError):

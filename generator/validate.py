@@ -336,7 +336,7 @@ def check_entry_file(item: tuple[str, bytes]) -> Checked:
     return check_entry(doc, found)
 
 
-def _read_and_check(item: tuple[str, Path]) -> tuple[bytes, Checked]:
+def read_and_check(item: tuple[str, Path]) -> tuple[bytes, Checked]:
     """Read, parse and check one entry file; return a digest of the bytes checked, and what was found."""
     display, path = item
     try:
@@ -372,9 +372,9 @@ def _check_entries(docs: list[Document], memo: Memo | None, jobs: int) -> list[C
     items = [(docs[i].path, typing.cast(Path, docs[i].source)) for i in todo]
     if jobs > 1 and len(items) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         with multiprocessing.get_context("fork").Pool(jobs, initializer=collect_from_here) as pool:
-            fresh = list(pool.imap(_read_and_check, items, chunksize=16))
+            fresh = list(pool.imap(read_and_check, items, chunksize=16))
     else:
-        fresh = [_read_and_check(item) for item in items]
+        fresh = [read_and_check(item) for item in items]
     for i, (digest, checked) in zip(todo, fresh, strict=True):
         results[i] = checked
         if memo is not None and digest:

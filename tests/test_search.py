@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 
 from generator import build as build_module
-from generator import search
+from generator import load, search
 from generator.build import build, cache_folder, load_catalog
 from generator.render import Renderer, page_views
 from generator.search import SearchRecord, search_records, shards
@@ -122,10 +123,10 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     _edit_yaml(entry, lambda d: d.update(summary="Searchableword " + d["summary"]))
     made = tmp_path / "made.txt"  # the indexing runs in a process of its own
 
-    def counted(ctx, language: str) -> str:
+    def counted(entry, facets, language: str) -> str:
         with made.open("a") as f:
-            f.write(ctx.entry.id + "\n")
-        return real(ctx, language)
+            f.write(entry.id + "\n")
+        return real(entry, facets, language)
 
     real = search._entry_document
     monkeypatch.setattr(search, "_entry_document", counted)
@@ -176,6 +177,75 @@ def test_a_changed_shard_is_indexed_while_the_pages_are_made(tmp_path: Path, mon
     monkeypatch.setattr(build_module, "page_views", real_views)
     build(root, tmp_path / "clean", cache=False)
     assert _tree(site) == _tree(tmp_path / "clean")
+
+
+def test_an_edited_entrys_shard_is_indexed_from_the_last_plan_before_the_catalog_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # index_ahead guesses, from the last build's plan and the entry files' statuses, the shards an edit
+    # changes, and indexes them while the build loads its catalog: the build then finds them in the cache.
+    monkeypatch.setattr(load, "RECENT_NS", 0)  # the files were just copied: trust their statuses at once
+    monkeypatch.setattr(search, "SHARD_PAGES", 60)
+    root, _theme = _project(tmp_path)
+    site, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, site)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary="Aheadword " + d["summary"]))
+    begun = tmp_path / "begun"  # written by the process that indexes ahead, which the build forks
+    real_index, real_load = search._index_shard, build_module.load_catalog
+
+    def index(bundle: Path, records: list[SearchRecord]) -> None:
+        begun.write_text(",".join(r.path for r in records))
+        real_index(bundle, records)
+
+    waited: list[bool] = []
+
+    def load_waiting(*args, **kwargs):
+        deadline = time.monotonic() + 20
+        while not begun.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waited.append(begun.exists())
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(search, "_index_shard", index)
+    monkeypatch.setattr(build_module, "load_catalog", load_waiting)
+    result = build(root, site)
+    assert waited == [True] and "failures/cuda-oom/index.html" in begun.read_text().split(",")
+    assert result.indexed == 1  # the shard guessed is the one the build looked up: it indexed none itself
+    monkeypatch.setattr(build_module, "load_catalog", real_load)
+    build(root, clean, cache=False)
+    assert _tree(site) == _tree(clean)
+    assert any(
+        "Aheadword" in f["content"]
+        for bundle in site.glob("pagefind/**/pagefind-entry.json")
+        for f in _fragments(bundle.parent)
+    )
+
+
+def test_a_wrong_guess_of_index_ahead_costs_only_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A tag's new title is in the documents of every entry that carries it; index_ahead guesses with the
+    # last build's titles, so the shard it indexes is kept under a key the build never looks up.
+    monkeypatch.setattr(load, "RECENT_NS", 0)
+    monkeypatch.setattr(search, "SHARD_PAGES", 60)
+    root, _theme = _project(tmp_path)
+    site, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, site)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    tag = yaml.safe_load(entry.read_text(encoding="utf-8"))["tags"][0]
+    _edit_yaml(entry, lambda d: d.update(summary="Aheadword " + d["summary"]))
+    _edit_yaml(root / "tags.yaml", lambda d: d["tags"][tag].update(title="Retitled " + d["tags"][tag]["title"]))
+    cache = cache_folder(site) / "search"
+    assert search.index_ahead(root, cache) == 1
+    assert build(root, site).indexed >= 1  # the shards with the new title, indexed by the build itself
+    # A guide that cannot be read is no guide.
+    guide = cache.with_name("search" + search.GUIDE)
+    guide.write_bytes(b"not a pickle")
+    assert search.index_ahead(root, cache) == 0
+    _edit_yaml(entry, lambda d: d.update(summary="Again " + d["summary"]))
+    build(root, site)
+    build(root, clean, cache=False)
+    assert _tree(site) == _tree(clean)
+    assert "Retitled" in (site / f"tags/{tag}/index.html").read_text(encoding="utf-8")
 
 
 def test_a_build_that_fails_ends_the_indexing_it_began(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
