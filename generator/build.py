@@ -194,7 +194,7 @@ def _build(
         if memo is not None:
             entries = {name: Renderer.entry_page(entry_id) for entry_id, name in catalog.entry_paths.items()}
             titles = {tag: info.title for tag, info in catalog.tags.items()}
-            keep_guide(folder / "search", plan, entries, memo.statuses(), titles)
+            keep_guide(folder / "search", root, plan, entries, memo.statuses(), titles)
 
     indexing = _Beside(
         _index_once_staged if search and not in_place else None,

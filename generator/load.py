@@ -167,7 +167,7 @@ class Memo:
         """The key of the file at path, read only if its status is not the one recorded with its digest."""
         self._load()
         st = os.stat(path)
-        status = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+        status = _status(st)
         known = self._statuses.get(display)
         if known is not None and known[0] == status:
             return self.key(display, known[1], digested=True)
@@ -280,6 +280,15 @@ class Memo:
                 self._whole = f.tell() - whole > whole // 4
         except Exception:  # noqa: BLE001 - a missing or damaged file, however it fails to read, is as far as it reads
             self._whole = True
+
+
+def file_status(path: Path) -> tuple[int, ...]:
+    """A file's status as the memo records it: times, size, inode and device; OSError if it cannot be read."""
+    return _status(os.stat(path))
+
+
+def _status(st: os.stat_result) -> tuple[int, ...]:
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev
 
 
 def _apply(kept: dict[Any, Any], change: dict[Any, Any]) -> None:

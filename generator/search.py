@@ -38,6 +38,7 @@ from typing import IO, Any, Protocol, TypeVar
 
 from generator.cache import digest, package_digest
 from generator.errors import BuildError
+from generator.load import file_status
 from generator.markup import markdown_text
 from generator.render import EntryPageContext, Facets, HubPageContext, PageView, Renderer, entry_facets
 from generator.schema import Entry
@@ -333,6 +334,7 @@ class _Guide:
 
 def keep_guide(
     cache: Path,
+    root: Path,
     plan: SearchPlan,
     pages: dict[str, str],
     statuses: dict[str, tuple[int, ...]],
@@ -340,14 +342,24 @@ def keep_guide(
 ) -> None:
     """Keep beside the search cache what index_ahead needs of this build; one that cannot be written costs time only.
 
-    pages names each entry file's page, statuses the status each file had when its content was read.
-    Being only a guide, it needs no lock: a guide that does not fit the files costs index_ahead its time.
+    pages names each entry file's page (under root), statuses the status each file had when its content
+    was read. Being only a guide, it needs no lock: a guide that does not fit the files costs index_ahead
+    its time.
     """
-    # A file read too soon after it was written has no status: index_ahead reads it again every time.
-    entries = {name: (statuses.get(name), page) for name, page in pages.items()}
+    # A file read too soon after it was written has no status in the memo, which could not trust it; a
+    # guide can: a file changed since the build read it is at worst guessed wrong.
+    entries = {name: (statuses.get(name) or _status_now(root / name), page) for name, page in pages.items()}
     guide = _Guide(plan.language, plan.keys, entries, tag_titles)
     with contextlib.suppress(OSError):
         replace_file(cache.with_name(f"{cache.name}{GUIDE}"), pickle.dumps(guide, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _status_now(path: Path) -> tuple[int, ...] | None:
+    """A file's status now; None if it cannot be read."""
+    try:
+        return file_status(path)
+    except OSError:
+        return None
 
 
 def index_ahead(root: Path, cache: Path) -> int:
@@ -367,11 +379,10 @@ def index_ahead(root: Path, cache: Path) -> int:
         changed = []
         for name, (status, page) in guide.entries.items():
             try:
-                st = os.stat(root / name)
+                if file_status(root / name) != status:
+                    changed.append((name, page))
             except OSError:
                 return 0  # an entry removed: the layout of the shards is not the last build's
-            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev) != status:
-                changed.append((name, page))
         if len(changed) > AHEAD_MOST:
             return 0  # a large change, for the build to index as it finds it
         edited: dict[str, tuple[Entry, Facets]] = {}

@@ -13,7 +13,7 @@ import yaml
 from bs4 import BeautifulSoup
 
 from generator import build as build_module
-from generator import load, search
+from generator import search
 from generator.build import build, cache_folder, load_catalog
 from generator.render import Renderer, page_views
 from generator.search import SearchRecord, search_records, shards
@@ -184,7 +184,7 @@ def test_an_edited_entrys_shard_is_indexed_from_the_last_plan_before_the_catalog
 ) -> None:
     # index_ahead guesses, from the last build's plan and the entry files' statuses, the shards an edit
     # changes, and indexes them while the build loads its catalog: the build then finds them in the cache.
-    monkeypatch.setattr(load, "RECENT_NS", 0)  # the files were just copied: trust their statuses at once
+    # The files were just copied: the memo keeps no status of any, and the guide keeps each one's status.
     monkeypatch.setattr(search, "SHARD_PAGES", 60)
     root, _theme = _project(tmp_path)
     site, clean = tmp_path / "site", tmp_path / "clean"
@@ -225,7 +225,6 @@ def test_an_edited_entrys_shard_is_indexed_from_the_last_plan_before_the_catalog
 def test_a_wrong_guess_of_index_ahead_costs_only_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A tag's new title is in the documents of every entry that carries it; index_ahead guesses with the
     # last build's titles, so the shard it indexes is kept under a key the build never looks up.
-    monkeypatch.setattr(load, "RECENT_NS", 0)
     monkeypatch.setattr(search, "SHARD_PAGES", 60)
     root, _theme = _project(tmp_path)
     site, clean = tmp_path / "site", tmp_path / "clean"
