@@ -385,8 +385,8 @@ def index_ahead(root: Path, cache: Path) -> int:
                 return 0  # an entry removed: the layout of the shards is not the last build's
         if len(changed) > AHEAD_MOST:
             return 0  # a large change, for the build to index as it finds it
-        edited: dict[str, tuple[Entry, Facets]] = {}
-        old_keys: list[str] = []  # of the edited pages, in the same order
+        before = dict(guide.keys)
+        made: dict[str, tuple[str, str]] = {}  # the edited entries' documents, by page with their keys
         hubs: set[str] = set()
         for name, page in changed:
             _digest, (card, problems, _unsafe, entry_id) = read_and_check((name, root / name))
@@ -398,38 +398,31 @@ def index_ahead(root: Path, cache: Path) -> int:
                 continue  # a tag the last build did not have
             key = _entry_key(card.digest, facets)
             if key != guide.keys[page]:
-                old_keys.append(guide.keys[page])
                 guide.keys[page] = key
-                edited[page] = (card.entry(), facets)
+                made[page] = (key, _entry_document(card.entry(), facets, guide.language))
                 hubs.update(f"hubs/{h.hub}/index.html" for h in card.hubs)
-        if not edited:
+        if not made:
             return 0
         every = [SearchPage(path, _no_view) for path in sorted(guide.keys)]
-        before = SearchPlan(every, {**guide.keys, **dict(zip(edited, old_keys, strict=True))}, guide.language)
         plan = SearchPlan(every, guide.keys, guide.language)
         settings = _settings(plan)
-        layout = [(k, run) for k, (_, run) in enumerate(shards(every)) if any(p.path in edited for p in run)]
-        keys = {k: typing.cast(str, _shard_key(plan, run)) for k, run in layout}
-        # The documents of the shards the last build indexed these pages in.
-        earlier = _documents_in((cache / typing.cast(str, _shard_key(before, run)) for _, run in layout), settings)
+        layout = [run for _, run in shards(every) if any(p.path in made for p in run)]
+        # The documents of the shards the last build indexed these pages in, and the edited ones made now.
+        last = SearchPlan(every, before, guide.language)
+        folders = [cache / typing.cast(str, _shard_key(last, run)) for run in layout]
+        earlier = {**_documents_in(folders, settings), **made}
         indexed = 0
-        for k, run in layout:
-            if _kept(cache, keys[k]) or any(p.path in hubs for p in run):
+        for run in layout:
+            key = typing.cast(str, _shard_key(plan, run))
+            if _kept(cache, key) or any(p.path in hubs for p in run):
                 continue  # a hub an edited entry is in may read what changed: its key is not known here
-            records = []
-            for p in run:
-                if p.path in edited:
-                    records.append(SearchRecord(p.path, _entry_document(*edited[p.path], guide.language)))
-                elif earlier.get(p.path, ("",))[0] == guide.keys[p.path]:
-                    records.append(SearchRecord(p.path, earlier[p.path][1]))
-                else:
-                    break  # a document the last build's shards do not hold
-            else:
-                try:
-                    _index_into(cache, keys[k], records, guide.keys, settings)
-                except (OSError, BuildError):
-                    return indexed
-                indexed += 1
+            if any(earlier.get(p.path, ("",))[0] != plan.keys[p.path] for p in run):
+                continue  # a document the last build's shards do not hold
+            try:
+                _index_into(cache, key, _documents(run, plan, earlier), plan.keys, settings)
+            except (OSError, BuildError):
+                return indexed
+            indexed += 1
         return indexed
 
 
