@@ -179,8 +179,8 @@ def _build(
     if strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
 
-    renderer = Renderer(catalog, theme / "templates")
     folder = cache_folder(out_dir)
+    renderer = Renderer(catalog, theme / "templates", folder / "templates" if cache else None)
     # Keyed for the index this build writes, or the one `serve` writes after an update.
     plan = search_plan(renderer, catalog.site.language, keyed=cache and (search or update))
     in_place = update and cache and is_site(out_dir)  # `serve`'s, updated page by page

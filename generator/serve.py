@@ -157,7 +157,7 @@ class _Rebuilder:
         result = build(self.root, self.out_dir)
         self.catalog = result.catalog
         if result.catalog is not None and result.catalog.entries:
-            self.renderer = Renderer(result.catalog, THEME / "templates")
+            self.renderer = Renderer(result.catalog, THEME / "templates", cache_folder(self.out_dir) / "templates")
             # Compile the entry template now rather than when the first edit is saved.
             self.renderer.render(self.renderer.render_entry(next(iter(result.catalog.entries.values()))))
         # What the first build left (the catalog) lives as long as the server: kept out of the

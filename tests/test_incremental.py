@@ -11,6 +11,7 @@ import shutil
 import time
 from pathlib import Path
 
+import jinja2
 import pytest
 import yaml
 
@@ -397,3 +398,36 @@ def test_a_build_runs_no_collection_but_the_processes_it_forks_collect_what_they
     # freeze, its first collection would walk (and copy) every object it shares with the build.
     assert enabled, "a forked process collects again"
     assert frozen > 0, "what it inherited from the build is frozen first"
+
+
+def test_templates_are_compiled_once_and_again_only_when_edited(tmp_path: Path, monkeypatch) -> None:
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, out, search=False, theme=theme)
+    compiled = cache_folder(out) / "templates"
+    assert len(list(compiled.iterdir())) == len(list((theme / "templates").glob("*.html")))
+    compiles: list[str] = []
+    compile_template = jinja2.Environment.compile
+
+    def counted(env: jinja2.Environment, source: str, name: str | None = None, *args: object, **kw: object) -> object:
+        compiles.append(str(name))
+        return compile_template(env, source, name, *args, **kw)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counted)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} Onceword."))
+    result = build(root, out, search=False, theme=theme, jobs=1)
+    assert "failures/cuda-oom/index.html" in result.rendered
+    assert compiles == []  # every template the rendered pages use, read back compiled
+    template = theme / "templates/entry.html"
+    template.write_text(template.read_text(encoding="utf-8") + "{# edited #}\n", encoding="utf-8")
+    _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} Againword."))
+    build(root, out, search=False, theme=theme, jobs=1)
+    assert compiles == ["entry.html"]
+    # A damaged compiled template is compiled again, never a failed build.
+    for kept in compiled.iterdir():
+        kept.write_bytes(kept.read_bytes()[:40] + b"\x00garbage")
+    _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} Lastword."))
+    build(root, out, search=False, theme=theme, jobs=1)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
