@@ -282,7 +282,7 @@ class Memo:
             self._whole = True
 
 
-def file_status(path: Path) -> tuple[int, ...]:
+def file_status(path: str | os.PathLike[str]) -> tuple[int, ...]:
     """A file's status as the memo records it: times, size, inode and device; OSError if it cannot be read."""
     return _status(os.stat(path))
 

@@ -68,8 +68,9 @@ class Shared:
 
     @cached_property
     def digest(self) -> str:
-        """A digest of the content (the repr of plain data, which names every field and quotes every string)."""
-        return repr_digest(self)
+        """A digest of the content: the class's name and its fields' values, plain data whose repr quotes strings."""
+        # As a tuple, not the dataclass's own repr, whose guard against recursion costs more than the rest.
+        return repr_digest((type(self).__name__, *(getattr(self, f.name) for f in fields(self))))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -409,6 +410,7 @@ class Renderer:
         self._rows: dict[str, EntryRow] = {}
         self._hubs: dict[str, PageView] = {}  # made once: for the search plan first, then with every page
         self._tag_titles = {tag: info.title for tag, info in catalog.tags.items()}
+        self._facets: dict[str, tuple[EntryCard, Facets]] = {}
 
     # -- shared pieces -------------------------------------------------------------------------
 
@@ -521,8 +523,11 @@ class Renderer:
         )
 
     def facets(self, entry: EntryCard) -> Facets:
-        """The names of an entry's category, systems and tags."""
-        return entry_facets(entry, self._tag_titles)
+        """The names of an entry's category, systems and tags: made once, for the search plan and the page."""
+        known = self._facets.get(entry.id)
+        if known is None or known[0] is not entry:
+            known = self._facets[entry.id] = (entry, entry_facets(entry, self._tag_titles))
+        return known[1]
 
     @staticmethod
     def entry_page(entry_id: str) -> str:
