@@ -392,8 +392,8 @@ def load_sources(root: Path, memo: Memo | None = None, parse_entries: bool = Tru
 
     site = read_required("site.yaml")
     tags = read_required("tags.yaml")
-    entries = [read(p, d, parse_entries) for p, d in _content_files(root, "entries", True, problems)]
-    hubs = [read(p, d) for p, d in _content_files(root, "hubs", False, problems)]
+    entries = [read(p, d, parse_entries) for p, d in content_files(root, "entries", True, problems)]
+    hubs = [read(p, d) for p, d in content_files(root, "hubs", False, problems)]
     if not entries and not any(p.path.startswith("entries") for p in problems):
         # Building nothing would replace a real site with an empty one.
         problems.append(Problem("entries/", 0, 0, "", "no entries found (expected entries/<system>/<id>.yaml)"))
@@ -426,7 +426,7 @@ def _examples(root: Path, site: Document, problems: list[Problem]) -> dict[str, 
     return found
 
 
-def _content_files(root: Path, folder: str, recursive: bool, problems: list[Problem]) -> list[tuple[Path, str]]:
+def content_files(root: Path, folder: str, recursive: bool, problems: list[Problem]) -> list[tuple[Path, str]]:
     """The YAML files of a content folder with their names under root; report those that cannot be read as content.
 
     Walked with scandir, whose entries know whether they are links: only a link is resolved to see

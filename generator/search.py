@@ -38,7 +38,7 @@ from typing import IO, Any, Protocol, TypeVar
 
 from generator.cache import digest, package_digest
 from generator.errors import BuildError
-from generator.load import file_status
+from generator.load import content_files, file_status
 from generator.markup import markdown_text
 from generator.render import EntryPageContext, Facets, HubPageContext, PageView, Renderer, entry_facets
 from generator.schema import Entry
@@ -330,6 +330,8 @@ class _Guide:
     keys: dict[str, str]  # every document's key, by page path
     entries: dict[str, tuple[tuple[int, ...] | None, str]]  # by file name under the root: its status, its page
     tag_titles: dict[str, str]
+    # The status of each folder holding entry files, and of their parents: a file added changes its folder's.
+    folders: dict[str, tuple[int, ...] | None]
 
 
 def keep_guide(
@@ -349,9 +351,17 @@ def keep_guide(
     # A file read too soon after it was written has no status in the memo, which could not trust it; a
     # guide can: a file changed since the build read it is at worst guessed wrong.
     entries = {name: (statuses.get(name) or _status_now(root / name), page) for name, page in pages.items()}
-    guide = _Guide(plan.language, plan.keys, entries, tag_titles)
+    folders = {folder for name in pages for folder in _parents(name)}
+    guide = _Guide(plan.language, plan.keys, entries, tag_titles, {f: _status_now(root / f) for f in sorted(folders)})
     with contextlib.suppress(OSError):
         replace_file(cache.with_name(f"{cache.name}{GUIDE}"), pickle.dumps(guide, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _parents(name: str) -> Iterator[str]:
+    """The folders a file under the root is in, its own first (entries/a/b.yaml: entries/a, then entries)."""
+    while (cut := name.rfind("/")) > 0:
+        name = name[:cut]
+        yield name
 
 
 def _status_now(path: Path) -> tuple[int, ...] | None:
@@ -376,7 +386,7 @@ def index_ahead(root: Path, cache: Path) -> int:
             return 0
         if not isinstance(guide, _Guide):
             return 0
-        changed = []
+        changed: list[tuple[str, str | None]] = []  # file names, with the page each had (None: a file added)
         base = os.fspath(root)  # joined as strings: ten thousand Path objects cost more than the stats
         for name, (status, page) in guide.entries.items():
             try:
@@ -384,21 +394,24 @@ def index_ahead(root: Path, cache: Path) -> int:
                     changed.append((name, page))
             except OSError:
                 return 0  # an entry removed: the layout of the shards is not the last build's
+        changed += [(name, None) for name in _added(root, guide)]
         if len(changed) > AHEAD_MOST:
             return 0  # a large change, for the build to index as it finds it
         before = dict(guide.keys)
-        made: dict[str, tuple[str, str]] = {}  # the edited entries' documents, by page with their keys
+        made: dict[str, tuple[str, str]] = {}  # the edited and added entries' documents, by page with their keys
         hubs: set[str] = set()
-        for name, page in changed:
+        for name, known in changed:
             _digest, (card, problems, _unsafe, entry_id) = read_and_check((name, root / name))
-            if card is None or problems or guide.keys.get(page) is None or Renderer.entry_page(entry_id) != page:
+            page = Renderer.entry_page(entry_id)
+            # An added file is guessed only with an id of its own; an edited one only with the id it had.
+            if card is None or problems or page in made or (known != page if known else page in guide.keys):
                 continue
             try:
                 facets = entry_facets(card, guide.tag_titles)
             except KeyError:
                 continue  # a tag the last build did not have
             key = _entry_key(card.digest, facets)
-            if key != guide.keys[page]:
+            if key != guide.keys.get(page):
                 guide.keys[page] = key
                 made[page] = (key, _entry_document(card.entry(), facets, guide.language))
                 hubs.update(f"hubs/{h.hub}/index.html" for h in card.hubs)
@@ -409,8 +422,13 @@ def index_ahead(root: Path, cache: Path) -> int:
         settings = _settings(plan)
         layout = [run for _, run in shards(every) if any(p.path in made for p in run)]
         # The documents of the shards the last build indexed these pages in, and the edited ones made now.
-        last = SearchPlan(every, before, guide.language)
-        folders = [cache / typing.cast(str, _shard_key(last, run)) for run in layout]
+        wanted = {p.path for run in layout for p in run}
+        last = SearchPlan([SearchPage(path, _no_view) for path in sorted(before)], before, guide.language)
+        folders = [
+            cache / typing.cast(str, _shard_key(last, run))
+            for _, run in shards(last.pages)
+            if any(p.path in wanted for p in run)
+        ]
         earlier = {**_documents_in(folders, settings), **made}
         indexed = 0
         for run in layout:
@@ -425,6 +443,21 @@ def index_ahead(root: Path, cache: Path) -> int:
                 return indexed
             indexed += 1
         return indexed
+
+
+def _added(root: Path, guide: _Guide) -> list[str]:
+    """The entry files under the folders whose status changed since the guide was kept that it does not name."""
+    changed: list[str] = []
+    for folder, status in getattr(guide, "folders", {}).items():  # none in a guide an earlier release kept
+        if any(folder.startswith(f"{other}/") for other in changed):
+            continue  # a folder under one listed already
+        try:
+            if file_status(root / folder) != status:
+                changed.append(folder)
+        except OSError:
+            return []  # a folder removed: its entries are found gone too
+    found = (name for folder in changed for _path, name in content_files(root, folder, True, []))
+    return [name for name in found if name not in guide.entries]
 
 
 def _no_view() -> PageView:

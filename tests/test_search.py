@@ -222,6 +222,51 @@ def test_an_edited_entrys_shard_is_indexed_from_the_last_plan_before_the_catalog
     )
 
 
+def _twin(original: Path, twin_id: str) -> Path:
+    """A new entry beside original: its copy as twin_id, each signature a literal of its own refining the original."""
+    data = yaml.safe_load(original.read_text(encoding="utf-8"))
+    signatures = []
+    for sig in data["signatures"]:
+        literal = f"[{twin_id}] " + sig["examples"][0][:200]
+        sig = {k: v for k, v in sig.items() if k != "regex"}
+        signatures.append(
+            {**sig, "literal": literal, "examples": [literal], "refines": [data["id"], *sig.get("refines", [])]}
+        )
+    data.update(
+        id=twin_id, title=f"{data['title']} (twin)", summary=f"Twinword {data['summary']}", signatures=signatures
+    )
+    data["related"] = []
+    data.pop("hubs", None)  # a hub's search document lists its entries: one more hub row would change it
+    twin = original.with_name(f"{twin_id}.yaml")
+    twin.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return twin
+
+
+def test_an_added_entrys_shard_is_indexed_ahead_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A file added changes the status of its folder, which the guide keeps: index_ahead finds it there.
+    root, _theme = _project(tmp_path)
+    searchable = len(list((root / "entries").rglob("*.yaml"))) + len(list((root / "hubs").glob("*.yaml")))
+    # One more page must not make one more shard: then every shard's pages would change.
+    monkeypatch.setattr(search, "SHARD_PAGES", 60 if searchable % 60 else 61)
+    site, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, site)
+    _twin(next((root / "entries").rglob("cuda-oom.yaml")), "cuda-oom-twin")
+    cache = cache_folder(site) / "search"
+    assert search.index_ahead(root, cache) == 1
+    result = build(root, site)
+    assert result.indexed == 0  # the shard the new entry is in was found in the cache
+    build(root, clean, cache=False)
+    assert _tree(site) == _tree(clean)
+    assert any(
+        "Twinword" in f["content"]
+        for bundle in site.glob("pagefind/**/pagefind-entry.json")
+        for f in _fragments(bundle.parent)
+    )
+    # A new file with an id another entry has is no guess: the build reports it.
+    _twin(root / "entries/nccl/nccl-duplicate-gpu.yaml", "cuda-oom")
+    assert search.index_ahead(root, cache) == 0
+
+
 def test_a_wrong_guess_of_index_ahead_costs_only_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A tag's new title is in the documents of every entry that carries it; index_ahead guesses with the
     # last build's titles, so the shard it indexes is kept under a key the build never looks up.
