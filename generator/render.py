@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import re
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -303,7 +304,7 @@ def _environment(templates: Path, compiled: Path | None = None) -> jinja2.Enviro
         loader=jinja2.FileSystemLoader(templates),
         # Compiling the templates cost a warm rebuild a tenth of its time. Jinja keys each compiled one by
         # its source's checksum and Jinja's own version, so an edited template is compiled again.
-        bytecode_cache=_CompiledTemplates(compiled) if compiled is not None else None,
+        bytecode_cache=_CompiledTemplates(str(compiled)) if compiled is not None else None,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -324,10 +325,6 @@ def _environment(templates: Path, compiled: Path | None = None) -> jinja2.Enviro
 class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
     """Compiled templates kept in a folder between builds; one that cannot be read or written costs only time."""
 
-    def __init__(self, folder: Path) -> None:
-        super().__init__(str(folder))
-        self.folder = folder
-
     def load_bytecode(self, bucket: Bucket) -> None:
         """Fill bucket from its file, or leave it empty if the file is missing or damaged."""
         try:
@@ -338,7 +335,7 @@ class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
     def dump_bytecode(self, bucket: Bucket) -> None:
         """Keep bucket's code in its file, atomically, if the folder can be written."""
         with contextlib.suppress(OSError):
-            self.folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(self.directory, exist_ok=True)
             super().dump_bytecode(bucket)
 
 

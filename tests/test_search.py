@@ -215,10 +215,13 @@ def test_an_edited_entrys_shard_is_indexed_from_the_last_plan_before_the_catalog
     monkeypatch.setattr(build_module, "load_catalog", real_load)
     build(root, clean, cache=False)
     assert _tree(site) == _tree(clean)
-    assert any(
-        "Aheadword" in f["content"]
-        for bundle in site.glob("pagefind/**/pagefind-entry.json")
-        for f in _fragments(bundle.parent)
+    assert _indexed(site, "Aheadword")
+
+
+def _indexed(site: Path, word: str) -> bool:
+    """Whether the text of some page in some shard of site's search index holds word."""
+    return any(
+        word in f["content"] for entry in site.glob("pagefind/**/pagefind-entry.json") for f in _fragments(entry.parent)
     )
 
 
@@ -257,11 +260,7 @@ def test_an_added_entrys_shard_is_indexed_ahead_too(tmp_path: Path, monkeypatch:
     assert result.indexed == 0  # the shard the new entry is in was found in the cache
     build(root, clean, cache=False)
     assert _tree(site) == _tree(clean)
-    assert any(
-        "Twinword" in f["content"]
-        for bundle in site.glob("pagefind/**/pagefind-entry.json")
-        for f in _fragments(bundle.parent)
-    )
+    assert _indexed(site, "Twinword")
     # A new file with an id another entry has is no guess: the build reports it.
     _twin(root / "entries/nccl/nccl-duplicate-gpu.yaml", "cuda-oom")
     assert search.index_ahead(root, cache) == 0
