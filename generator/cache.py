@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from generator.render import PageView, Shared
-from generator.validate import EntryCard, repr_digest
+from generator.validate import EntryCard, plain_digest
 from generator.write import Stamp, fs_clock, replace_file
 
 PACKAGE = Path(__file__).resolve().parent
@@ -73,7 +73,7 @@ def digest(value: Any) -> str:
 
 
 def recipe_values(recipe: Any) -> tuple[Any, ...]:
-    """A recipe's type and field values, each entry card as its digest: plain data, of the same repr in any process."""
+    """A recipe's type and field values, each entry card as its digest: plain data, alike in any process."""
     names = _FIELDS.get(type(recipe))
     if names is None:
         names = _FIELDS[type(recipe)] = tuple(f.name for f in dataclasses.fields(recipe))
@@ -217,7 +217,7 @@ class PageCache:
             if view.recipe is None:
                 key = digest([self.salt, view.path, view.template, view.context])
             else:
-                key = repr_digest((self.salt, view.path, view.template, recipe_values(view.recipe)))
+                key = plain_digest((self.salt, view.path, view.template, recipe_values(view.recipe)))
             known = self._keys[view.path] = (view, key)
         return known[1]
 

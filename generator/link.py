@@ -13,7 +13,7 @@ from generator.errors import ContentError, Problem
 from generator.load import Document, Example, Memo
 from generator.patterns import compile_signature, required_literal
 from generator.schema import DiagnoseExample, Hub, SiteConfig, TagInfo
-from generator.validate import EntryCard, HubCard, Validated, did_you_mean, repr_digest
+from generator.validate import EntryCard, HubCard, Validated, did_you_mean, plain_digest
 
 RELATED_LIMIT = 6
 
@@ -293,7 +293,7 @@ def _related(
     """The ranking of related entries, or, with a memo, the one it kept if what the ranking reads is as it was."""
     if memo is None:
         return _rank_related(entries, by_category)
-    key = repr_digest([(e.id, e.category, e.tags, e.related) for e in entries.values()])
+    key = plain_digest([(e.id, e.category, e.tags, e.related) for e in entries.values()])
     related: dict[str, list[str]] | None = memo.recall("related", key)
     if related is None:
         related = _rank_related(entries, by_category)
@@ -305,7 +305,7 @@ def _signature_key(validated: Validated) -> str:
     """Everything the signature checks read: each entry's id, signatures and wraps, the ids, the unsafe regexes."""
     # Each entry's part was digested when it was checked (EntryCard.checked): joining digests costs far less.
     checked = [e.checked for e, _ in validated.entries]
-    return repr_digest((checked, sorted(validated.entry_ids), sorted(validated.unsafe)))
+    return plain_digest((checked, sorted(validated.entry_ids), sorted(validated.unsafe)))
 
 
 def link_catalog(validated: Validated) -> Catalog:

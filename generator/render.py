@@ -33,7 +33,7 @@ from generator.markup import (
 )
 from generator.schema import Entry, Hub
 from generator.taxonomy import CATEGORIES, SYSTEMS
-from generator.validate import EntryCard, HubCard, collect_from_here, repr_digest
+from generator.validate import EntryCard, HubCard, collect_from_here, plain_digest
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 RECENT_ENTRIES = 8
@@ -69,9 +69,8 @@ class Shared:
 
     @cached_property
     def digest(self) -> str:
-        """A digest of the content: the class's name and its fields' values, plain data whose repr quotes strings."""
-        # As a tuple, not the dataclass's own repr, whose guard against recursion costs more than the rest.
-        return repr_digest((type(self).__name__, *(getattr(self, f.name) for f in fields(self))))  # type: ignore[arg-type]
+        """A digest of the content: the class's name and its fields' values, as plain data."""
+        return plain_digest((type(self).__name__, *(getattr(self, f.name) for f in fields(self))))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -266,7 +265,8 @@ def _rows_as_digests(value: Any) -> Any:
     if isinstance(value, EntryRow):
         return value.digest
     if isinstance(value, list | tuple):
-        return tuple(_rows_as_digests(item) for item in value)
+        # A row is taken here rather than in a call of its own: a listing of every entry holds ten thousand.
+        return tuple(item.digest if type(item) is EntryRow else _rows_as_digests(item) for item in value)
     return value
 
 

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import ctypes
 import fcntl
+import functools
 import gzip
 import hashlib
 import html
@@ -43,7 +44,7 @@ from generator.markup import markdown_text
 from generator.render import EntryPageContext, Facets, HubPageContext, PageView, Renderer, entry_facets
 from generator.schema import Entry
 from generator.taxonomy import SYSTEMS
-from generator.validate import read_and_check, repr_digest
+from generator.validate import plain_digest, read_and_check
 from generator.write import exchange, link_tree, replace_file
 
 # Error text is full of identifiers like grad_norm, NCCL_DEBUG and ProcessGroupNCCL.cpp:1234.
@@ -118,8 +119,7 @@ def _given(view: PageView) -> PageView:
 
 def _entry_key(entry_digest: str, facets: Facets) -> str:
     """A digest of what an entry's search document is made from (see _entry_document)."""
-    # Plain data, of the same repr in any process.
-    return repr_digest(("entry", entry_digest, facets.category_name, facets.systems, facets.tags))
+    return plain_digest(("entry", entry_digest, facets.category_name, facets.systems, facets.tags))
 
 
 def _hub_key(ctx: HubPageContext) -> str:
@@ -151,6 +151,7 @@ def shards(records: list[P]) -> list[tuple[str, list[P]]]:
     return [(BUNDLE if n == 0 else f"{BUNDLE}shard-{k}/", run) for n, (k, run) in enumerate(found)]
 
 
+@functools.cache  # a build lays the shards out three times, from one process's pages
 def _bucket(path: str) -> int:
     return int.from_bytes(hashlib.sha256(path.encode()).digest()[:8], "big") % BUCKETS
 

@@ -32,17 +32,17 @@ def write_files(root: Path, files: dict[str, str | bytes], *, atomic: bool = Fal
         _write(target, data, atomic)
 
 
-def write_pieces(root: Path, pieces: Iterable[tuple[str, str]], *, atomic: bool = False) -> None:
-    """Write (path, text) pieces under root, each appended to its file, so no file is held whole."""
-    opened: dict[str, tuple[Path, IO[str]]] = {}
+def write_pieces(root: Path, pieces: Iterable[tuple[str, bytes]], *, atomic: bool = False) -> None:
+    """Write (path, bytes) pieces under root, each appended to its file, so no file is held whole."""
+    opened: dict[str, tuple[Path, IO[bytes]]] = {}
     try:
-        for relative, text in pieces:
+        for relative, data in pieces:
             if relative not in opened:
                 target = root / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 partial = _partial(target) if atomic else target
-                opened[relative] = (target, partial.open("w", encoding="utf-8", newline=""))
-            opened[relative][1].write(text)
+                opened[relative] = (target, partial.open("wb"))
+            opened[relative][1].write(data)
     finally:
         for _target, handle in opened.values():
             handle.close()

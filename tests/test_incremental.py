@@ -8,6 +8,8 @@ import os
 import pickle
 import random
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -383,6 +385,37 @@ def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path
 
 def _collection_state() -> tuple[bool, int]:
     return gc.isenabled(), gc.get_freeze_count()
+
+
+_PLAIN = """
+import datetime, sys
+from markupsafe import Markup
+from generator.render import EntryRow, Facets
+from generator.validate import plain_digest
+word = "".join(["gpu", "-oom"])
+# As parsed now, a repeated string is two objects; read back from a cache, it may be one.
+again = word if sys.argv[1] == "one" else "".join(["gpu-", "oom"])
+row = EntryRow("cuda-oom", "CUDA out of memory", Markup("<em>OOM</em>"), "memory", "Memory", "high", [word])
+facets = Facets("Memory", (("cuda", "CUDA", None),), (("oom", again),))
+print(plain_digest((row.id, row, facets, datetime.date(2026, 12, 3), [word, again], {"k": 1.5})))
+"""
+
+
+def _plain_digest_in_a_process(seed: str, strings: str, program: str = _PLAIN) -> str:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    run = subprocess.run([sys.executable, "-c", program, strings], env=env, capture_output=True, text=True, cwd=THEME)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip()
+
+
+def test_a_digest_of_plain_data_is_the_same_in_any_process_and_for_equal_strings_that_are_not_one_object() -> None:
+    # Page, document and row keys are such digests: a page is found in the cache only if a later process,
+    # under another hash seed and with strings read back from the cache rather than parsed, takes the same.
+    runs = (("1", "one"), ("2", "two"), ("3", "one"))
+    digests = {_plain_digest_in_a_process(seed, strings) for seed, strings in runs}
+    assert len(digests) == 1 and len(next(iter(digests))) == 64, digests
+    edited = _plain_digest_in_a_process("1", "one", _PLAIN.replace('"high"', '"medium"'))
+    assert edited not in digests, "a field's value is part of the digest"
 
 
 def test_a_build_runs_no_collection_but_the_processes_it_forks_collect_what_they_make() -> None:
