@@ -158,7 +158,8 @@ class KeptRecords:
             return
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            replace_file(self.file, pickle.dumps((self.salt, self.used), protocol=pickle.HIGHEST_PROTOCOL))
+            # Streamed: at 10,000 entries the records are sixty megabytes, not to be held twice.
+            replace_file(self.file, lambda f: pickle.dump((self.salt, self.used), f, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError:
             pass
 

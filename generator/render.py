@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import multiprocessing
 import os
 import re
@@ -87,7 +88,7 @@ class EntryRow(Shared):
 
 
 @dataclass(frozen=True)
-class Shelf(Shared):
+class Shelf:
     """A category's (id, title) pairs in title order, which the pages of all its entries share."""
 
     items: tuple[tuple[str, str], ...]
@@ -100,6 +101,11 @@ class Shelf(Shared):
     def _positions(self) -> dict[str, int]:
         return {entry_id: k for k, (entry_id, _) in enumerate(self.items)}
 
+    @cached_property
+    def item_digests(self) -> list[bytes]:
+        """A digest of each (id, title) pair, for the digests of windows on the shelf."""
+        return [hashlib.sha256(f"{i}\0{title}".encode("utf-8", "surrogatepass")).digest() for i, title in self.items]
+
 
 @dataclass(frozen=True)
 class Window:
@@ -111,6 +117,11 @@ class Window:
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         return iter(self.shelf.items[self.start : self.stop])
+
+    @property
+    def digest(self) -> str:
+        """A digest of the items in the window alone: an entry added or renamed elsewhere on the shelf leaves it."""
+        return hashlib.sha256(b"".join(self.shelf.item_digests[self.start : self.stop])).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -241,7 +252,7 @@ class EntryRecipe:
     related: tuple[str, ...]  # the digests of the entries listed, which their rows are made from
     backlinks: tuple[str, ...]
     edit_url: str
-    siblings: tuple[str, int, int]  # the shelf's digest, and where the window on it starts and stops
+    siblings: str  # the digest of the window on the category's entries that the side navigation shows
 
 
 @dataclass(frozen=True)
@@ -407,7 +418,7 @@ class Renderer:
         self._rows: dict[str, EntryRow] = {}
         self._hubs: dict[str, PageView] = {}  # made once: for the search plan first, then with every page
         self._tag_titles = {tag: info.title for tag, info in catalog.tags.items()}
-        self._facets: dict[str, tuple[EntryCard, Facets]] = {}
+        self._facets: dict[str, Facets] = {}
 
     # -- shared pieces -------------------------------------------------------------------------
 
@@ -510,7 +521,7 @@ class Renderer:
             tuple(self.catalog.entries[i].digest for i in related),
             tuple(self.catalog.entries[i].digest for i in backlinks),
             self._edit_url(self.catalog.entry_paths[entry.id]),
-            (siblings.shelf.digest, siblings.start, siblings.stop),
+            siblings.digest,
         )
         return PageView(
             self.entry_page(entry.id),
@@ -521,10 +532,11 @@ class Renderer:
 
     def facets(self, entry: EntryCard) -> Facets:
         """The names of an entry's category, systems and tags: made once, for the search plan and the page."""
+        # By id: the memo is emptied whenever the catalog, and with it every card, is replaced.
         known = self._facets.get(entry.id)
-        if known is None or known[0] is not entry:
-            known = self._facets[entry.id] = (entry, entry_facets(entry, self._tag_titles))
-        return known[1]
+        if known is None:
+            known = self._facets[entry.id] = entry_facets(entry, self._tag_titles)
+        return known
 
     @staticmethod
     def entry_page(entry_id: str) -> str:

@@ -17,7 +17,7 @@ import jinja2
 import pytest
 import yaml
 
-from generator import load, write
+from generator import load, render, write
 from generator.build import THEME, _Beside, build, cache_folder, fewer_collections
 from generator.errors import ContentError
 from generator.load import Memo
@@ -153,6 +153,36 @@ def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:
     build(root, out, search=False, theme=theme)
     build(root, clean, search=False, theme=theme, cache=False)
     assert _tree(out) == _tree(clean)
+
+
+def test_a_retitled_entry_re_renders_only_the_entry_pages_that_show_its_title(tmp_path: Path, monkeypatch) -> None:
+    # An entry page's side navigation shows a window on its category's entries by title: a title changed
+    # elsewhere in the category, or an entry added there, leaves the pages whose windows do not hold it.
+    monkeypatch.setattr(render, "SIDENAV_LIMIT", 5)
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    first = build(root, out, search=False, theme=theme)
+    catalog = first.catalog
+    assert catalog is not None
+    category = max(catalog.by_category, key=lambda c: len(catalog.by_category[c]))
+    members = catalog.by_category[category]
+    assert len(members) > 3 * render.SIDENAV_LIMIT
+    windows = render.Renderer(catalog, theme / "templates")
+    shown = {i: {j for j, _ in windows._siblings(catalog.entries[i])} for i in members}
+    # The title in the middle of the shelf, given a word after it: it keeps its place on the shelf.
+    shelf = sorted(members, key=lambda i: catalog.entries[i].title.lower())
+    edited = shelf[len(shelf) // 2]
+    _edit_yaml(root / catalog.entry_paths[edited], lambda d: d.update(title=d["title"] + " (edited)"))
+
+    again = build(root, out, search=False, theme=theme)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+    lists = {i for i in catalog.entries if edited in (*catalog.related.get(i, []), *catalog.backlinks.get(i, []))}
+    readers = {i for i in members if edited in shown[i]} | lists | {edited}
+    rendered = {page.split("/")[1] for page in again.rendered if page.startswith("failures/") and page.count("/") == 2}
+    assert edited in rendered
+    assert rendered <= readers, f"pages that do not show the title were rendered: {sorted(rendered - readers)}"
+    assert len(rendered & set(members)) < len(members) // 2, "most of the category's pages are left as they were"
 
 
 def test_listing_rows_are_taken_from_the_last_build_only_under_the_same_templates(tmp_path: Path) -> None:
