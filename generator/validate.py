@@ -302,6 +302,8 @@ def plain_digest(value: object) -> str:
     pickler = pickle.Pickler(buffer, protocol=5)
     # No memo: with one, two equal strings pickle as one or two by whether they are one object. Pickling
     # rather than repr: repr escapes every character of a string, and took a tenth of a warm build.
+    # A dataclass pickles its __dict__, cached properties included: give a Shared row as its digest
+    # (render._rows_as_digests), never the row, or its digest would depend on what was read before.
     pickler.fast = True
     pickler.dump(value)
     return hashlib.sha256(buffer.getbuffer()).hexdigest()
