@@ -10,11 +10,13 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.token import Token
-from pygments import highlight
+from pygments import format as format_tokens
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
+
+from generator.lexing import joinable, tokens
 
 # Classes only: a strict Content-Security-Policy forbids inline style attributes.
 _FORMATTER = HtmlFormatter(nowrap=True)
@@ -31,7 +33,8 @@ def _lexer(language: str) -> Lexer:
 
 def highlight_code(code: str, language: str) -> str:
     """Return highlighted HTML for a code block, wrapped in <pre><code>."""
-    body = highlight(code.rstrip("\n") + "\n", _lexer(language), _FORMATTER)
+    lexer, text = _lexer(language), code.rstrip("\n") + "\n"
+    body = format_tokens(tokens(lexer, text) if joinable(lexer) else lexer.get_tokens(text), _FORMATTER)
     lang = html.escape(language or "text", quote=True)
     return f'<pre class="code" tabindex="0" data-lang="{lang}"><code class="language-{lang}">{body}</code></pre>'
 

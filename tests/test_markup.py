@@ -1,13 +1,30 @@
-"""The Markdown that pages write without the parser renders exactly as the parser renders it."""
+"""The Markdown and code that pages write without the parser or Pygments' own loop render exactly as those do."""
 
 from __future__ import annotations
 
+import functools
 import random
+import re
+from typing import Any, ClassVar
 
 import pytest
 import yaml
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import RegexLexer, bygroups, default
+from pygments.token import Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
 
-from generator.markup import _code_spans, _compose, _parser, markdown_text, render_inline, render_markdown
+from generator.lexing import _STATES, joinable, tokens
+from generator.markup import (
+    _code_spans,
+    _compose,
+    _lexer,
+    _parser,
+    highlight_code,
+    markdown_text,
+    render_inline,
+    render_markdown,
+)
 from tests.conftest import ROOT
 
 # Characters that open no inline rule, among some that do, and the whitespace the renderer splits on.
@@ -122,3 +139,79 @@ def test_random_paragraphs_and_lists_render_as_the_parser_renders_them(seed: int
 )
 def test_markdown_text_keeps_the_words_and_drops_the_syntax(text: str, words: str) -> None:
     assert markdown_text(text) == words
+
+
+@functools.cache
+def _code_blocks() -> list[tuple[str, str]]:
+    """Every code block of the shipped entries as (language, code): code fields and fenced blocks in prose."""
+    blocks = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("code"), str):
+                blocks.append((str(value.get("language") or "text"), value["code"]))
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            blocks.extend((m[1] or "text", m[2]) for m in re.finditer(r"```(\w*)\n(.*?)```", value, re.DOTALL))
+
+    for path in sorted((ROOT / "entries").rglob("*.yaml")):
+        walk(yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    return blocks
+
+
+def test_every_shipped_code_block_highlights_as_pygments_highlights_it() -> None:
+    joined = 0
+    for language, code in _code_blocks():
+        lexer = _lexer(language)
+        expected = highlight(code.rstrip("\n") + "\n", lexer, HtmlFormatter(nowrap=True))
+        assert f">{expected}</code></pre>" in highlight_code(code, language), (language, code)
+        joined += joinable(lexer)
+    assert joined > 500, "most blocks are lexed with joined rules"
+
+
+# Lexers whose rules carry inline flags (Python), backreferences (a Bash heredoc), verbose patterns (TOML),
+# callbacks that read a rule's groups (Python's, Bash's) and line-start anchors (diff, INI).
+@pytest.mark.parametrize("language", ["python", "bash", "toml", "docker", "ini", "diff", "javascript"])
+def test_random_text_lexes_with_joined_rules_as_pygments_lexes_it(language: str) -> None:
+    lexer = _lexer(language)
+    assert joinable(lexer)
+    code = "".join(code for _, code in _code_blocks())
+    rng = random.Random(language)
+    pieces = ["<<EOF\n", "EOF\n", "$(", "${x}", "f'{a!r}'", '"""', "\\\n", "#", "[x]\n", "+++ a\n", "-x\n", "/re/g"]
+    for _ in range(600):
+        start = rng.randrange(len(code))
+        text = code[start : start + rng.randint(0, 300)]
+        cut = rng.randint(0, len(text))
+        text = text[:cut] + "".join(rng.choice(pieces + list(ALPHABET)) for _ in range(rng.randint(0, 8))) + text[cut:]
+        assert list(tokens(lexer, text)) == list(lexer.get_tokens(text)), repr(text)
+    assert any(len(state.runs) > 1 for state in _STATES.values()), "some rules are tried alone"
+
+
+class _Awkward(RegexLexer):
+    """Rules of every kind that an alternation must keep apart: flags, comments, backreferences, group names."""
+
+    tokens: ClassVar[dict[str, list[Any]]] = {
+        "root": [
+            (r"(?i)select\b", Keyword),
+            (r"(?x) [0-9]+ # digits, in a verbose pattern that ends in a comment", Number),
+            (r"(['\"])(.*?)\1", String),  # a backreference: tried alone
+            (r"(?P<w>[a-z]+)(=)", bygroups(Name, Operator)),  # a callback that reads the rule's own groups
+            (r"(?P<w>[a-z]+)", Name),  # the same group name again
+            (r"\(", Punctuation, "inner"),
+            (r"\s+", Whitespace),
+        ],
+        "inner": [(r"\)", Punctuation, "#pop"), (r"[^()]+", Text), default("#pop")],
+    }
+
+
+def test_rules_of_every_kind_lex_with_joined_rules_as_pygments_lexes_them() -> None:
+    lexer = _Awkward()
+    rng = random.Random(7)
+    pieces = ["SELECT", "select", "x=", "ab", "12", "'q'", '"r"', "'", "(", ")", " ", "\n", "=", "é"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert list(tokens(lexer, text)) == list(lexer.get_tokens(text)), repr(text)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from generator.build import build
+from bs4 import BeautifulSoup
+from pytest import MonkeyPatch
+
+from generator import render
+from generator.build import THEME, build, load_catalog
+from generator.render import Renderer
+from tests.conftest import ROOT
 from tests.site_checks import broken_links, jsonld, policy_violations, soup
 
 ENTRY_SECTIONS = [
@@ -230,3 +236,31 @@ def test_long_tokens_get_break_points_at_their_joints_and_short_ones_none() -> N
     assert unsplittable(r"GPU [0-9a-f]{4}:[0-9a-f]{2}") == (
         '<span class="nobr">GPU</span> <span class="nobr">[0-9a-f]{4}:</span><wbr><span class="nobr">[0-9a-f]{2}</span>'
     )
+
+
+def test_the_side_navigation_shows_the_window_around_the_entry_and_marks_it(monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(render, "SIDENAV_LIMIT", 5)
+    catalog = load_catalog(ROOT)
+    renderer = Renderer(catalog, THEME / "templates")
+    largest = max(catalog.by_category.values(), key=len)
+    ordered = sorted(largest, key=lambda i: catalog.entries[i].title.lower())
+    base = catalog.site.path("failures/")
+    # The template loop that the side navigation's lines replace, as the reference they must equal.
+    loop = renderer.env.from_string(
+        "{% for id, title in items %}\n"
+        "    <li><a href=\"{{ path('failures/' ~ id ~ '/') }}\" title=\"{{ title }}\""
+        '{% if id == current %} aria-current="page"{% endif %}>{{ title }}</a></li>\n'
+        "{% endfor %}\n"
+    )
+    for k in (0, 1, len(ordered) // 2, len(ordered) - 1):  # the window at both ends and in the middle
+        entry_id = ordered[k]
+        page = BeautifulSoup(renderer.render(renderer.render_entry(catalog.entries[entry_id])), "html.parser")
+        nav = page.select_one("nav.sidenav ul")
+        assert nav is not None
+        links = nav.select("a")
+        start = min(max(0, k - 2), len(ordered) - 5)
+        assert [a["href"] for a in links] == [f"{base}{i}/" for i in ordered[start : start + 5]]
+        assert [a.get_text() for a in links] == [a["title"] for a in links]
+        assert [a["href"] for a in nav.select("a[aria-current=page]")] == [f"{base}{entry_id}/"]
+        window = renderer._siblings(catalog.entries[entry_id])
+        assert render.nav_items(window, base, entry_id) == loop.render(items=list(window), current=entry_id)
