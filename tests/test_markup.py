@@ -14,7 +14,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexer import RegexLexer, bygroups, default
 from pygments.token import Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
 
-from generator.lexing import _STATES, joinable, tokens
+from generator import lexing
+from generator.lexing import joinable, tokens
 from generator.markup import (
     _code_spans,
     _compose,
@@ -163,7 +164,15 @@ def _code_blocks() -> list[tuple[str, str]]:
     return blocks
 
 
-def test_every_shipped_code_block_highlights_as_pygments_highlights_it() -> None:
+@pytest.fixture
+def joined_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every lexer state joined at its first lookup (by default only a busy one is)."""
+    monkeypatch.setattr(lexing, "JOIN_AFTER", 1)
+    monkeypatch.setattr(lexing, "_STATES", {})
+
+
+def test_every_shipped_code_block_highlights_as_pygments_highlights_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexing, "_STATES", {})  # states join part-way through, as in a build
     joined = 0
     for language, code in _code_blocks():
         lexer = _lexer(language)
@@ -171,11 +180,14 @@ def test_every_shipped_code_block_highlights_as_pygments_highlights_it() -> None
         assert f">{expected}</code></pre>" in highlight_code(code, language), (language, code)
         joined += joinable(lexer)
     assert joined > 500, "most blocks are lexed with joined rules"
+    busy = [state for state in lexing._STATES.values() if state.lookups >= lexing.JOIN_AFTER]
+    assert busy and all(any(len(rules) > 1 for _, rules in state.runs) for state in busy), "busy states joined"
 
 
 # Lexers whose rules carry inline flags (Python), backreferences (a Bash heredoc), verbose patterns (TOML),
 # callbacks that read a rule's groups (Python's, Bash's) and line-start anchors (diff, INI).
 @pytest.mark.parametrize("language", ["python", "bash", "toml", "docker", "ini", "diff", "javascript"])
+@pytest.mark.usefixtures("joined_at_once")
 def test_random_text_lexes_with_joined_rules_as_pygments_lexes_it(language: str) -> None:
     lexer = _lexer(language)
     assert joinable(lexer)
@@ -188,7 +200,7 @@ def test_random_text_lexes_with_joined_rules_as_pygments_lexes_it(language: str)
         cut = rng.randint(0, len(text))
         text = text[:cut] + "".join(rng.choice(pieces + list(ALPHABET)) for _ in range(rng.randint(0, 8))) + text[cut:]
         assert list(tokens(lexer, text)) == list(lexer.get_tokens(text)), repr(text)
-    assert any(len(state.runs) > 1 for state in _STATES.values()), "some rules are tried alone"
+    assert any(len(rules) > 1 for state in lexing._STATES.values() for _, rules in state.runs), "rules were joined"
 
 
 class _Awkward(RegexLexer):
@@ -208,6 +220,7 @@ class _Awkward(RegexLexer):
     }
 
 
+@pytest.mark.usefixtures("joined_at_once")
 def test_rules_of_every_kind_lex_with_joined_rules_as_pygments_lexes_them() -> None:
     lexer = _Awkward()
     rng = random.Random(7)
