@@ -16,6 +16,8 @@ from pygments.lexer import Lexer, RegexLexer
 from pygments.token import Error, Whitespace, _TokenType
 
 Rule = tuple[Callable[..., Any], Any, Any]  # (a compiled pattern's match, action, new state), as Pygments keeps it
+# A match and the rule of each group that wraps one, or a rule's own match with {0: the rule} when it is tried alone
+Run = tuple[Callable[[str, int], "re.Match[str] | None"], dict[int, Rule]]
 # A backreference or a conditional counts groups, which an alternation renumbers: such a rule is tried alone.
 _COUNTS_GROUPS = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
 _LEADING_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")  # a pattern's global inline flags, kept in its compiled flags
@@ -46,37 +48,37 @@ class _State:
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
         self.lookups = 0
-        # (a match, the rule by the group that wraps it), or (a rule's own match, {0: the rule}) alone
-        self.runs: list[tuple[Callable[[str, int], re.Match[str] | None], dict[int, Rule]]] = [
-            (rule[0], {0: rule}) for rule in rules
-        ]
+        self.runs: list[Run] = [(rule[0], {0: rule}) for rule in rules]
 
     def join(self) -> None:
         """Join each run of rules that an alternation can hold."""
-        self.runs = []
+        runs: list[Run] = []
         run: list[tuple[Rule, str, int]] = []
         for rule in self.rules:
             pattern: re.Pattern[str] = getattr(rule[0], "__self__")  # noqa: B009 - a bound method's pattern
             scoped = _scoped(pattern)
             if scoped is None:
-                self._join(run)
+                runs += _joined(run)
                 run = []
-                self.runs.append((rule[0], {0: rule}))
+                runs.append((rule[0], {0: rule}))
             else:
                 run.append((rule, scoped, pattern.groups))
-        self._join(run)
+        # Swapped in whole: serve highlights a saved page in a thread of its own.
+        self.runs = runs + _joined(run)
 
-    def _join(self, run: list[tuple[Rule, str, int]]) -> None:
-        if not run:
-            return
-        rule_of, group = {}, 1
-        for rule, _, groups in run:
-            rule_of[group] = rule
-            group += 1 + groups
-        try:
-            self.runs.append((re.compile("|".join(scoped for _, scoped, _ in run)).match, rule_of))
-        except re.error:  # two rules naming a group alike, say: each tried alone
-            self.runs += [(rule[0], {0: rule}) for rule, _, _ in run]
+
+def _joined(run: list[tuple[Rule, str, int]]) -> list[Run]:
+    """A run of rules as one alternation, with the rule each wrapping group stands for."""
+    if not run:
+        return []
+    rule_of, group = {}, 1
+    for rule, _, groups in run:
+        rule_of[group] = rule
+        group += 1 + groups
+    try:
+        return [(re.compile("|".join(scoped for _, scoped, _ in run)).match, rule_of)]
+    except re.error:  # two rules naming a group alike, say: each tried alone
+        return [(rule[0], {0: rule}) for rule, _, _ in run]
 
 
 _STATES: dict[tuple[type[Lexer], str], _State] = {}
