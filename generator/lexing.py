@@ -99,11 +99,10 @@ def joinable(lexer: Lexer) -> bool:
 
 def tokens(lexer: RegexLexer, text: str) -> Iterator[tuple[Any, str]]:
     """The (token type, text) pairs lexer.get_tokens(text) gives, for a lexer that joinable() accepts."""
-    text = lexer._preprocess_lexer_input(text)
     if lexer.filters:
         yield from lexer.get_tokens(text)
         return
-    for _, kind, value in _unprocessed(lexer, text):
+    for _, kind, value in _unprocessed(lexer, lexer._preprocess_lexer_input(text)):
         yield kind, value
 
 

@@ -12,6 +12,7 @@ import yaml
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import RegexLexer, bygroups, default
+from pygments.lexers import get_lexer_by_name
 from pygments.token import Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
 
 from generator import lexing
@@ -228,3 +229,14 @@ def test_rules_of_every_kind_lex_with_joined_rules_as_pygments_lexes_them() -> N
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         assert list(tokens(lexer, text)) == list(lexer.get_tokens(text)), repr(text)
+
+
+@pytest.mark.usefixtures("joined_at_once")
+def test_a_lexer_with_options_and_filters_lexes_as_pygments_lexes_it() -> None:
+    # Options that change the text before lexing, and a filter, which Pygments applies after it.
+    for lexer in (get_lexer_by_name("python", tabsize=4, stripall=True), get_lexer_by_name("python")):
+        lexer.add_filter("keywordcase", case="upper")
+        text = "\n\n\tdef f(x):\n\t\treturn x  \n\n"
+        assert list(tokens(lexer, text)) == list(lexer.get_tokens(text))
+    plain = get_lexer_by_name("python", tabsize=4, stripall=True)
+    assert list(tokens(plain, "\n\tif x:\n\t\ty()\n\n")) == list(plain.get_tokens("\n\tif x:\n\t\ty()\n\n"))
