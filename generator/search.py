@@ -60,6 +60,20 @@ IN_FLIGHT = 32
 DONE = ".complete"  # marks a cached shard as whole
 DOCUMENTS = ".documents.pickle"  # beside a cached shard: its documents by path, with their keys
 SHARDS = "shards.json"  # in the first bundle: the folders of the others, relative to it
+# Pagefind writes its own search interfaces into every bundle, and no page loads them: static/search.js
+# draws the results. Of a shard the search page merges it reads the index alone: the first bundle's
+# scripts and WebAssembly search every shard (Pagefind loads a merged index with load_wasm off).
+# At 10,000 pages the files left out were a quarter of the bytes of the search bundles.
+UNUSED = (
+    "pagefind-ui.js",
+    "pagefind-ui.css",
+    "pagefind-component-ui.js",
+    "pagefind-component-ui.css",
+    "pagefind-modular-ui.js",
+    "pagefind-modular-ui.css",
+    "pagefind-highlight.js",
+)
+FIRST_ONLY = ("pagefind.js", "pagefind-worker.js")  # with the bundle's wasm.*.pagefind: what searches the shards
 GUIDE = ".guide.pickle"  # beside the cache's folder (search/ gives search.guide.pickle): what index_ahead reads
 AHEAD_MOST = 16  # entry files changed since the last build beyond which index_ahead leaves the indexing to the build
 
@@ -506,9 +520,15 @@ def link_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs
             sources = list(pool.map(source, range(len(layout))))
             # The first bundle's folder holds the others' folders: linked first, so that it is made by
             # its own link, not as the parent of another's while its own is being made.
+            skip = (DONE, DOCUMENTS, *UNUSED)
             if sources:
-                link_tree(sources[0], folders[0], skip=(DONE, DOCUMENTS))
-            list(pool.map(lambda k: link_tree(sources[k], folders[k], skip=(DONE, DOCUMENTS)), range(1, len(layout))))
+                link_tree(sources[0], folders[0], skip=skip)
+
+            def other(k: int) -> None:
+                wasm = [p.name for p in sources[k].glob("wasm.*.pagefind")]
+                link_tree(sources[k], folders[k], skip=(*skip, *FIRST_ONLY, *wasm))
+
+            list(pool.map(other, range(1, len(layout))))
         # The search page loads the first bundle and merges the others it finds listed beside it.
         others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
         (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)

@@ -109,18 +109,18 @@ def _link(source: Path, target: Path, atomic: bool) -> None:
 
 
 def link_tree(source: Path, target: Path, skip: Iterable[str] = ()) -> None:
-    """Make target hold source's files but those skip names, hard-linked where the file system allows, else copied."""
+    """Make target hold source's files but those skip names at its top: hard-linked where it can be, else copied."""
     skip = set(skip)
     if not target.exists():
         target.mkdir(parents=True)  # as any folder of the site is made, whatever source's mode
         if _link_all(source, target):
             for name in skip:
-                for left in target.rglob(name):
-                    left.unlink()
+                (target / name).unlink(missing_ok=True)
             return
     target.mkdir(parents=True, exist_ok=True)
     # Paths as strings and one scandir per folder: a search bundle is thousands of small files.
-    folders = [(os.fspath(source), os.fspath(target))]
+    top = os.fspath(source)
+    folders = [(top, os.fspath(target))]
     while folders:
         here, there = folders.pop()
         with os.scandir(here) as found:
@@ -128,7 +128,7 @@ def link_tree(source: Path, target: Path, skip: Iterable[str] = ()) -> None:
                 if item.is_dir(follow_symlinks=False):
                     os.makedirs(os.path.join(there, item.name), exist_ok=True)
                     folders.append((item.path, os.path.join(there, item.name)))
-                elif item.name not in skip:
+                elif here != top or item.name not in skip:
                     link_file(item.path, os.path.join(there, item.name))
 
 

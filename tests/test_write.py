@@ -169,20 +169,22 @@ def test_a_cache_file_removed_before_it_is_linked_is_a_message(tmp_path: Path, a
 
 
 @pytest.mark.parametrize("one_process", [True, False], ids=["cp", "file-by-file"])
-def test_a_tree_is_linked_whole_but_the_names_skipped_in_folders_of_the_usual_mode(
+def test_a_tree_is_linked_whole_but_the_names_skipped_at_its_top_in_folders_of_the_usual_mode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_process: bool
 ) -> None:
     if not one_process:
         monkeypatch.setattr(write, "_link_all", lambda source, target: False)
     source = tmp_path / "kept"
     source.mkdir(mode=0o700)  # as a cached search shard is: made by mkdtemp
-    for name in ("pagefind.js", "index/en_1.pf_index", "filter/en_2.pf_filter", ".complete", "index/.complete"):
+    names = ("pagefind.js", "index/en_1.pf_index", "filter/en_2.pf_filter", ".complete", "index/.complete", "ui.js")
+    for name in names:
         (source / name).parent.mkdir(exist_ok=True)
         (source / name).write_text(name)
     target = tmp_path / "site" / "pagefind" / "shard-2"
-    write.link_tree(source, target, skip=(".complete",))
+    write.link_tree(source, target, skip=(".complete", "ui.js", "absent.js"))
     found = {p.relative_to(target).as_posix(): p for p in target.rglob("*") if p.is_file()}
-    assert sorted(found) == ["filter/en_2.pf_filter", "index/en_1.pf_index", "pagefind.js"]
+    # A name is skipped at the top only: a file of that name deeper down is the tree's own.
+    assert sorted(found) == ["filter/en_2.pf_filter", "index/.complete", "index/en_1.pf_index", "pagefind.js"]
     assert all(p.stat().st_ino == (source / name).stat().st_ino for name, p in found.items())
     (tmp_path / "fresh").mkdir()
     usual = (tmp_path / "fresh").stat().st_mode
