@@ -520,15 +520,11 @@ def link_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs
             sources = list(pool.map(source, range(len(layout))))
             # The first bundle's folder holds the others' folders: linked first, so that it is made by
             # its own link, not as the parent of another's while its own is being made.
-            skip = (DONE, DOCUMENTS, *UNUSED)
             if sources:
-                link_tree(sources[0], folders[0], skip=skip)
-
-            def other(k: int) -> None:
-                wasm = [p.name for p in sources[k].glob("wasm.*.pagefind")]
-                link_tree(sources[k], folders[k], skip=(*skip, *FIRST_ONLY, *wasm))
-
-            list(pool.map(other, range(1, len(layout))))
+                link_tree(sources[0], folders[0], skip=_left_out(sources[0], first=True))
+            list(
+                pool.map(lambda k: link_tree(sources[k], folders[k], skip=_left_out(sources[k])), range(1, len(layout)))
+            )
         # The search page loads the first bundle and merges the others it finds listed beside it.
         others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
         (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)
@@ -543,6 +539,13 @@ def link_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs
         for fresh in made:
             shutil.rmtree(fresh, ignore_errors=True)
     return Indexed(len(made), len(layout))
+
+
+def _left_out(bundle: Path, first: bool = False) -> tuple[str, ...]:
+    """The names at a kept bundle's top that the site's copy leaves out: the cache's marks, and what no page loads."""
+    if first:
+        return (DONE, DOCUMENTS, *UNUSED)
+    return (DONE, DOCUMENTS, *UNUSED, *FIRST_ONLY, *(p.name for p in bundle.glob("wasm.*.pagefind")))
 
 
 def _earlier_documents(cache: Path, keys: set[str], settings: str) -> dict[str, tuple[str, str]]:
