@@ -175,7 +175,7 @@ def _build(
     # Everything is gathered and checked before the first byte is written.
     if memo is None and cache:
         memo = source_memo(out_dir)
-    catalog = load_catalog(root, memo, jobs or _cores())
+    catalog = load_catalog(root, memo, jobs or cores())
     if strict and catalog.warnings:
         raise StrictModeError(catalog.warnings)
 
@@ -200,7 +200,7 @@ def _build(
         _index_once_staged if search and not in_place else None,
         plan,
         folder / "search" if cache else None,
-        jobs or _cores(),
+        jobs or cores(),
         stage_ready,
         guide if cache else None,
     )
@@ -254,7 +254,7 @@ def _write(
         write_files(out_dir, files, atomic=True)
         write_signature_index(out_dir, catalog, records, atomic=True)
         fresh = render_views(
-            renderer, views, store, jobs or _cores(), rendered.append, written=held.pages if held else {}
+            renderer, views, store, jobs or cores(), rendered.append, written=held.pages if held else {}
         )
         write_pages(out_dir, _except(fresh, keep, skipped, changed), atomic=True)
         if held is None:
@@ -293,7 +293,7 @@ def _write(
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
                 pages = render_views(
-                    renderer, views, store, jobs or _cores(), rendered.append, written=held.pages if held else None
+                    renderer, views, store, jobs or cores(), rendered.append, written=held.pages if held else None
                 )
                 write_pages(stage, pages, atomic=held is not None)
             finally:
@@ -453,5 +453,6 @@ class _Beside:
         return value
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The cores this process may run on: how many processes a build or a check runs at once by default."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -65,15 +65,20 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check the content without writing anything; report only the problems under the given paths."""
-    from generator.build import load_catalog
+    """Check the content over every core, without writing the site; report only the problems under the given paths.
+
+    What was checked is kept with the build's (beside the default site folder), so a run after a build or
+    another run reads and checks again only the files changed since: a pre-commit hook stays quick on a
+    large site.
+    """
+    from generator.build import cores, load_catalog, source_memo
 
     root = _root(args)
     scope = _scope(root, args.paths)
     github = args.format == "github"
     prefix = _repository_prefix(root) if github else ""
     try:
-        catalog = load_catalog(root)
+        catalog = load_catalog(root, None if args.no_cache else source_memo(root / "site"), args.jobs or cores())
     except ContentError as exc:
         if scope is None and not github:
             raise  # main() prints the report, as for every other command
@@ -322,7 +327,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--jobs", type=_positive, help="processes that render pages (default: one per core)")
     b.set_defaults(func=cmd_build)
 
-    v = sub.add_parser("validate", help="check entries, hubs and tags without writing anything")
+    v = sub.add_parser("validate", help="check entries, hubs and tags without building the site")
     v.add_argument(
         "paths",
         nargs="*",
@@ -336,6 +341,12 @@ def parser() -> argparse.ArgumentParser:
         default="text",
         help="github: print each problem as a GitHub Actions annotation on its file and line",
     )
+    v.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="check every file, neither reading nor keeping what the last run checked (.site.cache beside site/)",
+    )
+    v.add_argument("--jobs", type=_positive, help="processes that check entries (default: one per core)")
     v.set_defaults(func=cmd_validate)
 
     n = sub.add_parser("new", help="scaffold a new entry")

@@ -9,8 +9,9 @@ import re
 import subprocess
 import tomllib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -22,6 +23,8 @@ SHELL = {"shell", "bash", "sh", "console"}
 SHELL_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w-]*>")
 SHELL_COMMENT = re.compile(r"(?:^|\s)#.*$")
 KNOWN = set(dir(builtins)) | {"__file__", "__name__"}
+# libyaml where it is installed: the pure-Python parser takes milliseconds for a block of a few lines.
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -48,32 +51,70 @@ def blocks(entry: Entry) -> Iterator[Block]:
 
 def _binds(n: ast.AST) -> list[str]:
     """Names one node binds."""
-    if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-        return [n.id]
-    if isinstance(n, (ast.Import, ast.ImportFrom)):
-        return [(a.asname or a.name).split(".")[0] for a in n.names]
-    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [n.name]
-    if isinstance(n, ast.arg):
-        return [n.arg]
-    if isinstance(n, ast.ExceptHandler) and n.name:
-        return [n.name]
-    if isinstance(n, (ast.Global, ast.Nonlocal)):
-        return list(n.names)
-    if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
-        return [n.name]
-    if isinstance(n, ast.MatchMapping) and n.rest:
-        return [n.rest]
-    return []
+    kind = type(n)
+    if kind is ast.Name:
+        return [] if type(n.ctx) is ast.Load else [n.id]  # type: ignore[attr-defined]
+    bind = _BINDERS.get(kind)
+    return bind(n) if bind is not None else []
+
+
+def _defined(n: Any) -> list[str]:
+    return [n.name]
+
+
+def _named(n: Any) -> list[str]:
+    return [n.name] if n.name else []
+
+
+# What each kind of node binds, by its exact type (ast's node classes are never subclassed).
+_BINDERS: dict[type, Callable[[Any], list[str]]] = {
+    ast.Import: lambda n: [(a.asname or a.name).split(".")[0] for a in n.names],
+    ast.ImportFrom: lambda n: [(a.asname or a.name).split(".")[0] for a in n.names],
+    ast.FunctionDef: _defined,
+    ast.AsyncFunctionDef: _defined,
+    ast.ClassDef: _defined,
+    ast.arg: lambda n: [n.arg],
+    ast.ExceptHandler: _named,
+    ast.Global: lambda n: list(n.names),
+    ast.Nonlocal: lambda n: list(n.names),
+    ast.MatchAs: _named,
+    ast.MatchStar: _named,
+    ast.MatchMapping: lambda n: [n.rest] if n.rest else [],
+}
+
+
+def _children(node: ast.AST) -> Iterator[ast.AST]:
+    """A node's child nodes in ast.iter_child_nodes' order, without its generator's checks of every field."""
+    fields = _NODE_FIELDS.get(type(node))
+    if fields is None:
+        fields = _NODE_FIELDS[type(node)] = node._fields
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            yield from (item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            yield value
+
+
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under node, node first, breadth first (ast.walk's order)."""
+    todo = deque([node])
+    while todo:
+        node = todo.popleft()
+        todo.extend(_children(node))
+        yield node
 
 
 def _bound_by(node: ast.AST) -> set[str]:
     """Names a statement or expression binds anywhere inside it."""
-    return {name for n in ast.walk(node) for name in _binds(n)}
+    return {name for n in _walk(node) for name in _binds(n)}
 
 
 def _loads(node: ast.AST) -> list[ast.Name]:
-    return [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    return [n for n in _walk(node) if type(n) is ast.Name and type(n.ctx) is ast.Load]
 
 
 def python_problems(code: str, context: tuple[str, ...]) -> list[str]:
@@ -89,10 +130,11 @@ def python_problems(code: str, context: tuple[str, ...]) -> list[str]:
     queue: deque[tuple[ast.AST, int]] = deque((stmt, k) for k, stmt in enumerate(tree.body))
     while queue:
         node, k = queue.popleft()
-        binds[k].update(_binds(node))
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        if type(node) is ast.Name and type(node.ctx) is ast.Load:
             uses.append(node)
-        queue.extend((child, k) for child in ast.iter_child_nodes(node))
+        else:
+            binds[k].update(_binds(node))
+        queue.extend((child, k) for child in _children(node))
     given = KNOWN | {name.split(".")[0] for name in context}
     everywhere = given.union(*binds)
     missing: dict[str, int] = {}
@@ -139,7 +181,7 @@ def data_problems(code: str, language: str) -> list[str]:
         if language == "json":
             json.loads(code)
         elif language == "yaml":
-            list(yaml.safe_load_all(code))
+            list(yaml.load_all(code, Loader=YAML_LOADER))
         elif language == "toml":
             tomllib.loads(code)
     except (ValueError, yaml.YAMLError) as e:

@@ -19,6 +19,7 @@ from generator.write import replace_file
 
 # The C parser is several times faster and keeps the same marks; fall back where libyaml is absent.
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+STR_TAG = "tag:yaml.org,2002:str"
 MAX_FILE_BYTES = 1 << 20  # an entry is a few pages of text; anything larger is a mistake
 # Plain scalars YAML 1.1 reads as booleans; authors usually meant the word.
 BOOLEAN_WORDS = {"yes", "no", "on", "off", "y", "n", "true", "false"}
@@ -115,7 +116,8 @@ class _Walker:
                 items.append(self.walk(item, child))
             return items
         try:
-            value = self.loader.construct_object(node, deep=True)
+            # Most scalars are text, which is the node's value: constructing it would only return that.
+            value = node.value if node.tag == STR_TAG else self.loader.construct_object(node, deep=True)
         except (ValueError, OverflowError) as exc:
             # A scalar that looks like a date or number but is not one: `2026-13-45`.
             self.problems.append(self.doc.problem(loc, f"{node.value!r} is not a valid value: {exc}"))
@@ -132,6 +134,18 @@ class _Walker:
         if isinstance(value, bool) and not getattr(node, "style", None) and node.value.lower() in BOOLEAN_WORDS:
             self.doc.boolean_words[loc] = node.value
         return value
+
+
+def ignored_folder(folder: Path) -> None:
+    """Make a folder of kept checks and pages that git leaves out in any repository: it holds a `.gitignore` of `*`.
+
+    `trainwreck validate` run as a pre-commit hook keeps its checks in the project, whose own
+    `.gitignore` may not name the folder.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Kept by trainwreck between builds; never committed.\n*\n", encoding="utf-8")
 
 
 class Memo:
@@ -235,7 +249,7 @@ class Memo:
             return
         try:
             if self._whole:
-                self.file.parent.mkdir(parents=True, exist_ok=True)
+                ignored_folder(self.file.parent)
                 state = (dict(self.kept), dict(self._statuses), dict(self._values))
                 replace_file(self.file, lambda f: self._write_whole(f, state))
             else:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from generator import validate as validate_module
 from generator.cli import main, parser
 from generator.errors import Problem
 from tests.conftest import ROOT
@@ -185,6 +186,35 @@ def test_paths_outside_the_project_or_missing_are_messages(
         "",
         "error: entries/demo/gone.yaml: no such file or folder\n",
     )
+
+
+def test_validate_checks_again_only_the_files_changed_since_the_last_check(
+    corpus: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[str] = []
+    check = validate_module.read_and_check
+    monkeypatch.setattr(validate_module, "read_and_check", lambda item: checked.append(item[0]) or check(item))
+    monkeypatch.chdir(corpus)
+    assert run(capsys, "validate", "--no-cache")[0] == 0
+    assert (sorted(checked), (corpus / ".site.cache").exists()) == ([HANG, NAN], False)
+    checked.clear()
+    assert run(capsys, "validate")[0] == 0
+    assert sorted(checked) == [HANG, NAN]
+    assert (corpus / ".site.cache/sources.pickle").is_file()
+    assert (corpus / ".site.cache/.gitignore").read_text(encoding="utf-8").endswith("\n*\n")  # in any repository
+    checked.clear()
+    # A file changed since is read and checked again, and its new problem reported; the other is not.
+    break_severity(corpus)
+    assert run(capsys, "validate", "--format", "github") == (1, SEVERITY + "\n", "Found 1 problem in 1 file(s).\n")
+    assert checked == [NAN]
+    checked.clear()
+    # The build reads what validate kept, and the other way round.
+    (corpus / NAN).write_text((corpus / NAN).read_text().replace("severity: severe\n", "severity: medium\n"))
+    assert run(capsys, "build", "--no-search")[0] == 0
+    assert checked == [NAN]
+    checked.clear()
+    assert run(capsys, "validate")[:2] == (0, "OK: 2 entries, 1 hubs, 2 signatures, 7 warning(s).\n")
+    assert checked == []
 
 
 def test_the_shipped_content_gives_no_annotation() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from generator.build import load_catalog
-from generator.codecheck import blocks, data_problems, problems, python_problems, shell_problems
+from generator.codecheck import _walk, blocks, data_problems, problems, python_problems, shell_problems
 from tests.conftest import ROOT
 from tests.site_checks import soup
 
@@ -52,6 +53,33 @@ def test_a_name_used_before_the_block_assigns_it_is_reported() -> None:
     # Names bound later may be used inside a function body, and loop variables inside the loop.
     assert python_problems("def f():\n    return g()\n\ndef g():\n    return 1\n", ()) == []
     assert python_problems("for i in range(3):\n    total = i\n", ()) == []
+
+
+def test_the_checker_walks_every_node_in_the_order_ast_walk_does() -> None:
+    # The first line a missing name is reported at is the first use met in that order.
+    trees = [ast.parse(b.code) for e in CATALOG.entries.values() for b in blocks(e.entry()) if b.language == "python"]
+    trees.append(ast.parse("match p:\n    case {'a': [x, *rest], **kw} if x:\n        pass\n"))
+    assert len(trees) > 100
+    for tree in trees:
+        assert list(_walk(tree)) == list(ast.walk(tree))
+
+
+def test_every_kind_of_binding_counts_as_defining_a_name() -> None:
+    code = (
+        "import os.path as p, sys\nfrom json import dumps as d\n"
+        "def f(a, *b, c=1, **k):\n    global g\n    return a, b, c, k\n"
+        "class C:\n    pass\n"
+        "try:\n    pass\nexcept ValueError as e:\n    print(e)\n"
+        "match f(1):\n    case [x, *rest]:\n        pass\n"
+        "    case {'k': y, **more}:\n        pass\n    case z:\n        pass\n"
+        "with open(p.sep) as fh:\n    del fh\n"
+        "print(p, sys, d, C, g, x, rest, y, more, z, [w for w in range(2)], (v := 3), v)\n"
+    )
+    assert python_problems(code, ()) == []
+    assert [m.split(" (")[0] for m in python_problems(code.replace("import os.path as p, sys\n", ""), ())] == [
+        "uses 'p'",
+        "uses 'sys'",
+    ]
 
 
 def test_python_that_does_not_compile_is_reported() -> None:
