@@ -65,20 +65,18 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check the content over every core, without writing the site; report only the problems under the given paths.
-
-    What was checked is kept with the build's (beside the default site folder), so a run after a build or
-    another run reads and checks again only the files changed since: a pre-commit hook stays quick on a
-    large site.
-    """
+    """Check the content without building the site; report only the problems under the given paths."""
     from generator.build import cores, load_catalog, source_memo
 
     root = _root(args)
     scope = _scope(root, args.paths)
     github = args.format == "github"
     prefix = _repository_prefix(root) if github else ""
+    # What was checked is kept with the build's checks, beside the default site folder: the next run, or a
+    # build, checks again only the files changed since, so a pre-commit hook stays quick on a large site.
+    memo = None if args.no_cache else source_memo(root / "site")
     try:
-        catalog = load_catalog(root, None if args.no_cache else source_memo(root / "site"), args.jobs or cores())
+        catalog = load_catalog(root, memo, args.jobs or cores())
     except ContentError as exc:
         if scope is None and not github:
             raise  # main() prints the report, as for every other command

@@ -137,11 +137,9 @@ class _Walker:
 
 
 def ignored_folder(folder: Path) -> None:
-    """Make a folder of kept checks and pages that git leaves out in any repository: it holds a `.gitignore` of `*`.
-
-    `trainwreck validate` run as a pre-commit hook keeps its checks in the project, whose own
-    `.gitignore` may not name the folder.
-    """
+    """Make a cache folder that git leaves out in any repository, by a `.gitignore` of `*` inside it."""
+    # `trainwreck validate`, run as a pre-commit hook, keeps its checks in a project whose own
+    # .gitignore may not name the folder.
     folder.mkdir(parents=True, exist_ok=True)
     ignore = folder / ".gitignore"
     if not ignore.exists():
