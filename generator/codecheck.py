@@ -62,14 +62,18 @@ def _defined(n: Any) -> list[str]:
     return [n.name]
 
 
+def _imported(n: Any) -> list[str]:
+    return [(a.asname or a.name).split(".")[0] for a in n.names]
+
+
 def _named(n: Any) -> list[str]:
     return [n.name] if n.name else []
 
 
 # What each kind of node binds, by its exact type (ast's node classes are never subclassed).
 _BINDERS: dict[type, Callable[[Any], list[str]]] = {
-    ast.Import: lambda n: [(a.asname or a.name).split(".")[0] for a in n.names],
-    ast.ImportFrom: lambda n: [(a.asname or a.name).split(".")[0] for a in n.names],
+    ast.Import: _imported,
+    ast.ImportFrom: _imported,
     ast.FunctionDef: _defined,
     ast.AsyncFunctionDef: _defined,
     ast.ClassDef: _defined,
@@ -85,18 +89,12 @@ _BINDERS: dict[type, Callable[[Any], list[str]]] = {
 
 def _children(node: ast.AST) -> Iterator[ast.AST]:
     """A node's child nodes in ast.iter_child_nodes' order, without its generator's checks of every field."""
-    fields = _NODE_FIELDS.get(type(node))
-    if fields is None:
-        fields = _NODE_FIELDS[type(node)] = node._fields
-    for name in fields:
+    for name in node._fields:
         value = getattr(node, name, None)
         if type(value) is list:
             yield from (item for item in value if isinstance(item, ast.AST))
         elif isinstance(value, ast.AST):
             yield value
-
-
-_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _walk(node: ast.AST) -> Iterator[ast.AST]:
