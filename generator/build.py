@@ -14,15 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from generator.cache import (
+    NOTES,
+    ROWS,
     SITE,
     SPARE,
     PageCache,
     Record,
     code_digest,
     package_digest,
-    read_fragments,
+    read_kept,
     read_record,
-    write_fragments,
+    write_kept,
     write_record,
 )
 from generator.crawl import build_crawl_files
@@ -32,7 +34,16 @@ from generator.index import KeptRecords, write_signature_index
 from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
-from generator.render import Rendered, Renderer, example_files, page_views, render_views
+from generator.render import (
+    EntryNotes,
+    Rendered,
+    Renderer,
+    entry_notes,
+    example_files,
+    page_views,
+    render_views,
+    unchanged_entries,
+)
 from generator.search import (
     BUNDLE,
     Indexed,
@@ -181,6 +192,11 @@ def _build(
 
     folder = cache_folder(out_dir)
     renderer = Renderer(catalog, theme / "templates", folder / "templates" if cache else None)
+    salt = code_digest(theme / "templates", [catalog.site])
+    if cache:
+        # Before the search plan and the views: the entries whose pages are as the last build made them.
+        kept = read_kept(folder, NOTES, salt)
+        renderer.kept = unchanged_entries(catalog, kept if isinstance(kept, EntryNotes) else None)
     # Keyed for the index this build writes, or the one `serve` writes after an update.
     plan = search_plan(renderer, catalog.site.language, keyed=cache and (search or update))
     in_place = update and cache and is_site(out_dir)  # `serve`'s, updated page by page
@@ -205,7 +221,7 @@ def _build(
         guide if cache else None,
     )
     try:
-        return _write(out_dir, catalog, renderer, plan, indexing, stage_ready, theme, cache, jobs, in_place, keep)
+        return _write(out_dir, catalog, renderer, plan, indexing, stage_ready, salt, theme, cache, jobs, in_place, keep)
     except BaseException:
         stage_ready.close()
         indexing.abandon()
@@ -219,6 +235,7 @@ def _write(
     plan: SearchPlan,
     indexing: _Beside,
     stage_ready: _Later,
+    salt: str,
     theme: Path,
     cache: bool,
     jobs: int | None,
@@ -232,10 +249,10 @@ def _write(
     changed: list[str] = []
     skipped: set[str] = set()  # pages keep named, which the folder holds as someone else wrote them
     indexed = Indexed(0, 0)  # none by this build: a site updated in place is indexed by its caller
-    salt = code_digest(theme / "templates", [catalog.site])
     folder = cache_folder(out_dir)
     store = PageCache(folder / "pages", salt) if cache else None
-    kept_rows = read_fragments(folder, salt) if store else {}
+    kept_rows = read_kept(folder, ROWS, salt) if store else {}
+    kept_rows = kept_rows if isinstance(kept_rows, dict) else {}
     renderer.fragments = dict(kept_rows)  # what the templates add to, compared with what was kept at the end
     records = KeptRecords(cache_folder(out_dir) / "records.pickle", package_digest()) if cache else None
     files: dict[str, str | bytes] = {
@@ -309,11 +326,13 @@ def _write(
         remove_folder(aside, len(views))  # only now: removing thousands of files beside the build slows it
     if store:
         # A page left as someone else wrote it is not recorded as this build's, so the next one writes it.
-        pages_now = {view.path: store.key(view) for view in views if view.path not in skipped}
+        keys = {view.path: store.key(view) for view in views}
+        pages_now = {page: key for page, key in keys.items() if page not in skipped}
         write_record(folder, SITE, salt, Record(pages_now, frozenset(files), stamps))
         store.prune()
         if (rows := renderer.row_fragments()) != kept_rows:
-            write_fragments(folder, salt, rows)
+            write_kept(folder, ROWS, salt, rows)
+        write_kept(folder, NOTES, salt, entry_notes(catalog, keys, plan.keys))
     else:
         # What the folder now holds is not what the cache last recorded.
         write_record(folder, SITE, "", None)

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from generator.render import PageView, Shared
+from generator.render import EntryRow, PageView
 from generator.validate import EntryCard, plain_digest
 from generator.write import Stamp, fs_clock, replace_file
 
@@ -48,8 +48,8 @@ class _Digester(pickle.Pickler):
             return _model, (type(obj).__name__, obj.model_dump_json())
         if isinstance(obj, EntryCard):
             return _model, ("EntryCard", obj.digest)  # the digest of the model every field comes from
-        if isinstance(obj, Shared):
-            return _model, (type(obj).__name__, obj.digest)  # taken once, for every page that holds it
+        if isinstance(obj, EntryRow):
+            return _model, ("EntryRow", obj.digest)  # taken once, for every page that holds it
         return NotImplemented
 
 
@@ -166,25 +166,24 @@ def forget_pages(folder: Path, pages: Iterable[str]) -> None:
 
 
 ROWS = "rows.pickle"  # the HTML of each listing row the last build made, by the row's digest
+NOTES = "entries.pickle"  # what each entry page of the last build was made from, with its keys (render.EntryNotes)
 
 
-def read_fragments(folder: Path, salt: str) -> dict[str, str]:
-    """The rows' HTML kept in the cache folder under salt; empty if there is none, it is damaged or of another salt."""
+def read_kept(folder: Path, name: str, salt: str) -> Any:
+    """The value kept as name in the cache folder under salt; None if there is none, it is damaged or another salt's."""
     try:
-        with (folder / ROWS).open("rb") as f:
+        with (folder / name).open("rb") as f:
             found = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError):
-        return {}
-    if isinstance(found, tuple) and len(found) == 2 and found[0] == salt and isinstance(found[1], dict):
-        return found[1]
-    return {}
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError, ImportError):
+        return None
+    return found[1] if isinstance(found, tuple) and len(found) == 2 and found[0] == salt else None
 
 
-def write_fragments(folder: Path, salt: str, fragments: dict[str, str]) -> None:
-    """Keep the rows' HTML under salt in the cache folder; a file that cannot be written costs time only."""
+def write_kept(folder: Path, name: str, salt: str, value: object) -> None:
+    """Keep value as name in the cache folder under salt; a file that cannot be written costs time only."""
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
-        replace_file(folder / ROWS, pickle.dumps((salt, fragments), protocol=pickle.HIGHEST_PROTOCOL))
+        replace_file(folder / name, pickle.dumps((salt, value), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 SETTLED = "settled"  # in the page cache's folder: the file system's time when the last build ended, in ns
@@ -212,6 +211,8 @@ class PageCache:
 
     def key(self, view: PageView) -> str:
         """The key of a page: its view (its recipe, where it has one), under this build's code and configuration."""
+        if view.key is not None:
+            return view.key
         known = self._keys.get(view.path)
         if known is None or known[0] is not view:
             if view.recipe is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import multiprocessing
+import operator
 import os
 import re
 import typing
@@ -65,17 +66,8 @@ class Page:
     indexable: bool = True
 
 
-class Shared:
-    """Data that many pages hold: a page's cache key takes it by this digest, made once, not by its content."""
-
-    @cached_property
-    def digest(self) -> str:
-        """A digest of the content: the class's name and its fields' values, as plain data."""
-        return plain_digest((type(self).__name__, *(getattr(self, f.name) for f in fields(self))))  # type: ignore[arg-type]
-
-
 @dataclass(frozen=True)
-class EntryRow(Shared):
+class EntryRow:
     """An entry as listed on index, tag, category, system and hub pages."""
 
     id: str
@@ -85,6 +77,9 @@ class EntryRow(Shared):
     category_name: str
     severity: str
     systems: list[str]
+    # What a page's cache key takes the row as (its card's row digest): many pages hold each row.
+    digest: str = field(repr=False, compare=False)
+    order: tuple[int, str] = field(repr=False, compare=False)  # in a listing: most severe first, then by title
 
 
 @dataclass(frozen=True)
@@ -276,6 +271,9 @@ class ListingRecipe:
         return cls(type(context).__name__, tuple(_rows_as_digests(getattr(context, f.name)) for f in fields(context)))
 
 
+_ORDER = operator.attrgetter("order")
+
+
 def _rows_as_digests(value: Any) -> Any:
     """The value with each EntryRow in it (in lists and tuples) as the row's digest, and tuples for lists."""
     if isinstance(value, EntryRow):
@@ -293,7 +291,7 @@ class PageView:
     taken from the recipe, so a build that finds the page in the cache never makes the context at all.
     """
 
-    __slots__ = ("path", "template", "recipe", "_context", "_make")
+    __slots__ = ("path", "template", "recipe", "key", "_context", "_make")
 
     def __init__(
         self,
@@ -303,8 +301,10 @@ class PageView:
         *,
         recipe: Any = None,
         make: Callable[[], Any] | None = None,
+        key: str | None = None,
     ) -> None:
         self.path, self.template, self.recipe = path, template, recipe
+        self.key = key  # the page's cache key, known from the last build: its recipe is not made at all
         self._context, self._make = context, make
 
     @property
@@ -450,6 +450,9 @@ class Renderer:
         self._hubs: dict[str, PageView] = {}  # made once: for the search plan first, then with every page
         self._tag_titles = {tag: info.title for tag, info in catalog.tags.items()}
         self._facets: dict[str, Facets] = {}
+        # The page and search document keys of the entries whose pages read what they read in the last
+        # build (unchanged_entries): their views and keys are not made again.
+        self.kept: dict[str, tuple[str, str]] = {}
 
     # -- shared pieces -------------------------------------------------------------------------
 
@@ -470,6 +473,8 @@ class Renderer:
             CATEGORIES[e.category].name,
             e.severity,
             [SYSTEMS[s.id].name for s in e.systems],
+            e.row,
+            (SEVERITY_ORDER[e.severity], e.title.lower()),
         )
 
     def entry_rows(self, rows: list[EntryRow]) -> Markup:
@@ -492,8 +497,7 @@ class Renderer:
 
     def rows(self, ids: list[str]) -> list[EntryRow]:
         """Return listing rows, most severe first, then by title."""
-        rows = [self.row(i) for i in ids]
-        return sorted(rows, key=lambda r: (SEVERITY_ORDER[r.severity], r.title.lower()))
+        return sorted(map(self.row, ids), key=_ORDER)
 
     def _page(self, path: str, title: str, description: str, crumbs: list[tuple[str, str]], **kw: Any) -> Page:
         trail = [Crumb("Home", "")] + [Crumb(n, p) for n, p in crumbs]
@@ -560,6 +564,10 @@ class Renderer:
             recipe=recipe,
             make=lambda: self._entry_context(recipe, related, backlinks, siblings),
         )
+
+    def kept_entry(self, entry: EntryCard, key: str) -> PageView:
+        """An entry page made from what it was made from in the last build, whose key that build recorded."""
+        return PageView(self.entry_page(entry.id), "entry.html", key=key, make=lambda: self.render_entry(entry).context)
 
     def facets(self, entry: EntryCard) -> Facets:
         """The names of an entry's category, systems and tags: made once, for the search plan and the page."""
@@ -842,11 +850,85 @@ def example_files(catalog: Catalog) -> dict[str, bytes]:
     }
 
 
+# What an entry's page was made from in a build, with its keys: the card's digest, the entry's file,
+# category and title, the ids of its related entries and backlinks, its page key and its search document key.
+EntryNote = tuple[str, str, str, str, tuple[str, ...], tuple[str, ...], str, str]
+
+
+@dataclass(frozen=True)
+class EntryNotes:
+    """A build's note of every entry, and a digest of what all entry pages read besides entries (entry_context)."""
+
+    context: str
+    notes: dict[str, EntryNote]
+
+
+def entry_context(catalog: Catalog) -> str:
+    """A digest of what an entry page reads besides entries and the site's configuration: tag and hub titles."""
+    tags = sorted((tag, info.title) for tag, info in catalog.tags.items())
+    return plain_digest((tags, sorted((hub.id, hub.title) for hub in catalog.hubs.values())))
+
+
+def entry_notes(catalog: Catalog, page_keys: Mapping[str, str], search_keys: Mapping[str, str]) -> EntryNotes:
+    """The notes of a catalog's entries, given their pages' keys and search documents' keys by page path."""
+    notes: dict[str, EntryNote] = {}
+    related, backlinks = catalog.related, catalog.backlinks
+    for i, e in catalog.entries.items():
+        page = Renderer.entry_page(i)
+        notes[i] = (
+            e.digest,
+            catalog.entry_paths[i],
+            e.category,
+            e.title,
+            tuple(related.get(i, ())),
+            tuple(backlinks.get(i, ())),
+            page_keys[page],
+            search_keys.get(page, ""),
+        )
+    return EntryNotes(entry_context(catalog), notes)
+
+
+def unchanged_entries(catalog: Catalog, kept: EntryNotes | None) -> dict[str, tuple[str, str]]:
+    """The kept page and search keys of every entry whose page reads what it read when kept was noted.
+
+    An entry page's recipe (render_entry) reads its card, its file's path, the tag and hub titles, the
+    cards of its related entries and backlinks, and its window on its category's entries by title. A
+    page is taken as it was only where all of those are: an entry added or removed (which moves the
+    windows and rankings) takes none; a title or category changed takes none of the categories it was
+    and is in; a changed card takes the pages that list it as related or as a backlink.
+    """
+    if kept is None or kept.notes.keys() != catalog.entries.keys() or kept.context != entry_context(catalog):
+        return {}
+    notes = kept.notes
+    changed: set[str] = set()
+    shelves: set[str] = set()
+    for i, e in catalog.entries.items():
+        note = notes[i]
+        if note[0] != e.digest or note[1] != catalog.entry_paths[i]:
+            changed.add(i)
+            if note[2] != e.category or note[3] != e.title:
+                shelves.update((note[2], e.category))
+    same: dict[str, tuple[str, str]] = {}
+    related, backlinks = catalog.related, catalog.backlinks
+    for i, e in catalog.entries.items():
+        if i in changed or e.category in shelves:
+            continue
+        note = notes[i]
+        rel, back = related.get(i, ()), backlinks.get(i, ())
+        if tuple(rel) != note[4] or tuple(back) != note[5]:
+            continue
+        if changed and not (changed.isdisjoint(rel) and changed.isdisjoint(back)):
+            continue
+        same[i] = (note[6], note[7])
+    return same
+
+
 def page_views(renderer: Renderer) -> list[PageView]:
     """Every HTML page of the site as a view, in output-path order."""
     r, catalog = renderer, renderer.catalog
     views = [r.render_home(), r.render_failures(), r.render_search(), r.render_diagnose(), r.render_404()]
-    views += [r.render_entry(e) for e in catalog.entries.values()]
+    kept = r.kept
+    views += [r.kept_entry(e, kept[e.id][0]) if e.id in kept else r.render_entry(e) for e in catalog.entries.values()]
     views += [r.render_hub(h) for h in catalog.hubs.values()]
     views += [r.render_list(kind, key) for kind, listing in LISTINGS.items() for key in listing.members(catalog)]
     views += [r.render_directory(kind) for kind in DIRECTORIES]

@@ -44,7 +44,7 @@ from generator.markup import markdown_text
 from generator.render import EntryPageContext, Facets, HubPageContext, PageView, Renderer, entry_facets
 from generator.schema import Entry
 from generator.taxonomy import SYSTEMS
-from generator.validate import plain_digest, read_and_check
+from generator.validate import EntryCard, plain_digest, read_and_check
 from generator.write import exchange, link_tree, replace_file
 
 # Error text is full of identifiers like grad_norm, NCCL_DEBUG and ProcessGroupNCCL.cpp:1234.
@@ -122,7 +122,13 @@ def search_plan(renderer: Renderer, language: str, keyed: bool = True) -> Search
     keys: dict[str, str] = {}
     if keyed:
         # What _entry_document reads of an entry, without making its view: its card's digest and facets.
-        keys = {renderer.entry_page(e.id): _entry_key(e.digest, renderer.facets(e)) for e in catalog.entries.values()}
+        kept = renderer.kept
+
+        def key(e: EntryCard) -> str:
+            known = kept.get(e.id)
+            return known[1] if known and known[1] else _entry_key(e.digest, renderer.facets(e))
+
+        keys = {renderer.entry_page(e.id): key(e) for e in catalog.entries.values()}
         keys.update((view.path, _hub_key(view.context)) for view in hubs)
     return SearchPlan(sorted(pages, key=lambda page: page.path), keys, language)
 

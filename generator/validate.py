@@ -252,6 +252,7 @@ class EntryCard:
     empty: tuple[str, ...]  # the OPTIONAL sections it leaves empty
     fix_code: bool  # whether its fix has code examples
     checked: str  # a digest of what the cross-entry signature checks read of it (link._signature_key)
+    row: str  # a digest of what a listing's row of it reads (render.EntryRow), which many pages' keys take
     digest: str  # of the model's content: equal entries, equal digests, in any process
     model: bytes = field(repr=False, compare=False)  # the Entry, pickled and compressed
 
@@ -261,6 +262,7 @@ class EntryCard:
         # Rendered here, in the process that checks the entry, and kept with it between builds.
         summary_html = render_inline(entry.summary)
         checked = [(s.kind, s.pattern, s.examples, s.refines) for s in entry.signatures]
+        row = (entry.id, entry.title, summary_html, entry.category, entry.severity, [s.id for s in entry.systems])
         return cls(
             entry.id,
             entry.title,
@@ -284,6 +286,7 @@ class EntryCard:
             tuple(name for name in OPTIONAL if not getattr(entry, name)),
             bool(entry.fix.code),
             plain_digest((entry.id, checked, entry.wraps)),
+            plain_digest(row),
             hashlib.sha256(entry.model_dump_json().encode()).hexdigest(),
             # Compressed: a large site holds thousands of cards, and unpacking one costs less than 0.1 ms.
             zlib.compress(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), 1),
@@ -302,8 +305,8 @@ def plain_digest(value: object) -> str:
     pickler = pickle.Pickler(buffer, protocol=5)
     # No memo: with one, two equal strings pickle as one or two by whether they are one object. Pickling
     # rather than repr: repr escapes every character of a string, and took a tenth of a warm build.
-    # A dataclass pickles its __dict__, cached properties included: give a Shared row as its digest
-    # (render._rows_as_digests), never the row, or its digest would depend on what was read before.
+    # A dataclass pickles its __dict__, cached properties included: give a listing row as its digest
+    # (render._rows_as_digests), never the row, which is digested far faster that way.
     pickler.fast = True
     pickler.dump(value)
     return hashlib.sha256(buffer.getbuffer()).hexdigest()

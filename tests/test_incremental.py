@@ -17,7 +17,7 @@ import jinja2
 import pytest
 import yaml
 
-from generator import load, render, write
+from generator import cache, load, render, search, write
 from generator.build import THEME, _Beside, build, cache_folder, fewer_collections
 from generator.errors import ContentError
 from generator.load import Memo
@@ -50,12 +50,16 @@ def _edit_yaml(path: Path, change) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
 
-def _random_edit(rng: random.Random, root: Path, theme: Path) -> str:
+ENTRY_EDITS = ("title", "summary", "tag", "severity", "mechanism", "related")
+EDITS = (*ENTRY_EDITS, "template", "tag title", "hub", "site")
+
+
+def _random_edit(rng: random.Random, root: Path, theme: Path, kinds: tuple[str, ...] = EDITS) -> str:
     """Make one edit of the kinds contributors make; return what it was."""
     entries = sorted((root / "entries").rglob("*.yaml"))
     entry = rng.choice(entries)
     tags = sorted(yaml.safe_load((root / "tags.yaml").read_text(encoding="utf-8"))["tags"])
-    kind = rng.choice(["title", "summary", "tag", "severity", "mechanism", "template", "tag title", "hub", "site"])
+    kind = rng.choice(kinds)
     word = f"w{rng.randrange(10**6)}"
     if kind == "title":  # read by sibling navigation, related lists, tag and category pages, hubs
         _edit_yaml(entry, lambda d: d.update(title=f"{d['title']} {word}"))
@@ -75,6 +79,17 @@ def _random_edit(rng: random.Random, root: Path, theme: Path) -> str:
         _edit_yaml(entry, lambda d: d.update(severity=rng.choice(["low", "medium", "high", "critical"])))
     elif kind == "mechanism":
         _edit_yaml(entry, lambda d: d.update(mechanism=f"{d['mechanism']}\n\nAlso {word}."))
+    elif kind == "related":  # changes the backlinks of the entry named, and the related rankings
+
+        def relate(d: dict) -> None:
+            listed = d.setdefault("related", [])
+            others = [p.stem for p in entries if p.stem != d["id"] and p.stem not in listed]
+            if listed and rng.random() < 0.5:
+                listed.remove(rng.choice(listed))
+            else:
+                listed.append(rng.choice(others))
+
+        _edit_yaml(entry, relate)
     elif kind == "template":  # every page reads the base template
         base = theme / "templates" / "base.html"
         base.write_text(base.read_text(encoding="utf-8").replace("</footer>", f"<!-- {word} --></footer>", 1))
@@ -86,7 +101,7 @@ def _random_edit(rng: random.Random, root: Path, theme: Path) -> str:
         _edit_yaml(hub, lambda d: d.update(title=f"{d['title']} {word}"))
     else:  # the configuration every page reads
         _edit_yaml(root / "site.yaml", lambda d: d.update(tagline=f"{d['tagline']} {word}"))
-    return f"{kind} in {entry.name}" if kind in ("title", "summary", "tag", "severity", "mechanism") else kind
+    return f"{kind} in {entry.name}" if kind in ENTRY_EDITS else kind
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -112,6 +127,38 @@ def test_a_warm_build_after_random_edits_equals_a_clean_build(tmp_path: Path, se
         if not any(e in ("template", "site") for e in edits):
             assert len(again.rendered) < again.pages, "the cache was not used"
     assert not cache_folder(clean).exists(), "--no-cache must write no cache"
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_the_keys_a_build_takes_from_the_last_one_are_the_keys_its_pages_recipes_give(tmp_path: Path, seed: int):
+    rng = random.Random(seed)
+    root, theme = _project(tmp_path)
+    out = tmp_path / "site"
+    build(root, out, theme=theme)
+    folder = cache_folder(out)
+    taken = 0
+    for _round in range(4):
+        edits = [_random_edit(rng, root, theme, ENTRY_EDITS) for _ in range(rng.randint(1, 2))]
+        _salt, before = pickle.loads((folder / cache.NOTES).read_bytes())
+        result = build(root, out, theme=theme)
+        catalog = result.catalog
+        kept = render.unchanged_entries(catalog, before)
+        taken += len(kept)
+        # Every key made again from the pages' recipes, as a build with no notes makes them.
+        renderer = render.Renderer(catalog, theme / "templates")
+        salt = cache.code_digest(theme / "templates", [catalog.site])
+        store = cache.PageCache(folder / "pages", salt)
+        pages = {view.path: store.key(view) for view in render.page_views(renderer)}
+        documents = search.search_plan(renderer, catalog.site.language).keys
+        for entry_id, (page_key, document_key) in kept.items():
+            page = render.Renderer.entry_page(entry_id)
+            assert (page_key, document_key) == (pages[page], documents[page]), f"{entry_id} after {edits}"
+        _salt, after = pickle.loads((folder / cache.NOTES).read_bytes())
+        assert {i: note[6:] for i, note in after.notes.items()} == {
+            i: (pages[render.Renderer.entry_page(i)], documents[render.Renderer.entry_page(i)]) for i in catalog.entries
+        }
+        assert len(kept) < len(catalog.entries), f"an edited entry's keys were taken as they were: {edits}"
+    assert taken > 0, "no page's keys were taken from the last build"
 
 
 def test_an_unchanged_rebuild_renders_nothing_and_the_cache_holds_one_site(tmp_path: Path) -> None:
@@ -425,7 +472,7 @@ from generator.validate import plain_digest
 word = "".join(["gpu", "-oom"])
 # As parsed now, a repeated string is two objects; read back from a cache, it may be one.
 again = word if sys.argv[1] == "one" else "".join(["gpu-", "oom"])
-row = EntryRow("cuda-oom", "CUDA out of memory", Markup("<em>OOM</em>"), "memory", "Memory", "high", [word])
+row = EntryRow("cuda-oom", "CUDA out of memory", Markup("<em>OOM</em>"), "memory", "Memory", "high", [word], again, (1, word))
 facets = Facets("Memory", (("cuda", "CUDA", None),), (("oom", again),))
 print(plain_digest((row.id, row, facets, datetime.date(2026, 12, 3), [word, again], {"k": 1.5})))
 """
