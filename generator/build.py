@@ -73,8 +73,9 @@ from generator.write import (
 
 # Templates and static assets ship beside the package; content may live anywhere.
 THEME = Path(__file__).resolve().parent.parent
-# The folders of a site written whole by every build, never file by file.
-WHOLE = ("static", "api", BUNDLE.strip("/"))
+SEARCH = BUNDLE.strip("/")  # the folder of the search bundles
+# The folders of a site written whole by every build, never file by file (the search bundles by shard).
+WHOLE = ("static", "api", SEARCH)
 
 
 @dataclass(frozen=True)
@@ -288,13 +289,16 @@ def _write(
         before = read_record(folder, SITE, salt) if store else None
         write_record(folder, SPARE, salt, None)  # until the spare is recorded again, it is not to be trusted
         aside: Path | None = None  # the spare's folders written whole again, set aside
+        bundles: dict[str, str] = {}  # the spare's search bundles as recorded, each by its shard's key
         with staging(out_dir, len(views), spare, reuse=held is not None) as stage:
             if stage != spare:
                 held = None
             elif held is not None:
-                # Before the search and signature indexes are written into them again.
-                aside = clear_folders(stage, WHOLE, out_dir)
-            stage_ready.give(stage)  # only now: the spare's old bundles are set aside
+                # The search bundles the spare holds stay, for the indexing to bring up to date shard by
+                # shard (search.link_search); the other folders are set aside before they are written again.
+                bundles = held.bundles if indexing.call is not None else {}
+                aside = clear_folders(stage, [name for name in WHOLE if not (bundles and name == SEARCH)], out_dir)
+            stage_ready.give((stage, bundles))  # only now: the spare's old bundles are set aside
             signing = _Beside(write_signature_index, stage, catalog, records)
             try:
                 if held is not None and store is not None:
@@ -328,7 +332,7 @@ def _write(
         # A page left as someone else wrote it is not recorded as this build's, so the next one writes it.
         keys = {view.path: store.key(view) for view in views}
         pages_now = {page: key for page, key in keys.items() if page not in skipped}
-        write_record(folder, SITE, salt, Record(pages_now, frozenset(files), stamps))
+        write_record(folder, SITE, salt, Record(pages_now, frozenset(files), stamps, indexed.bundles))
         store.prune()
         if (rows := renderer.row_fragments()) != kept_rows:
             write_kept(folder, ROWS, salt, rows)
@@ -374,22 +378,23 @@ def _index_once_staged(
     Then keep the guide index_ahead reads in the next build.
     """
     indexed = cache_search(plan, cache, jobs) if cache is not None and plan.keys else 0
-    folder = stage.get()
-    if folder is None:
+    given = stage.get()
+    if given is None:
         return Indexed(indexed, 0)  # the build stopped before it had a folder
-    written = link_search(folder, plan, cache, jobs)
+    folder, held = given
+    written = link_search(folder, plan, cache, jobs, held)
     if guide is not None and plan.keys:
         guide()
-    return Indexed(indexed + written.indexed, written.shards)
+    return Indexed(indexed + written.indexed, written.shards, written.bundles)
 
 
 class _Later:
-    """A value the build gives a process forked before it had the value: the folder to write into."""
+    """What the build gives a process forked before it had it: the folder to write into, and its search bundles."""
 
     def __init__(self) -> None:
         self.reader, self.writer = multiprocessing.Pipe(duplex=False)
 
-    def give(self, value: Path) -> None:
+    def give(self, value: tuple[Path, dict[str, str]]) -> None:
         """Send the value."""
         self.writer.send(value)
 
@@ -397,12 +402,12 @@ class _Later:
         """Give nothing more: a process waiting in get() gets None."""
         self.writer.close()
 
-    def get(self) -> Path | None:
+    def get(self) -> tuple[Path, dict[str, str]] | None:
         """The value given, waiting for it; None once the giver closed without giving one."""
         # A forked process holds a copy of the giving end too: closed here, else it would wait forever.
         self.writer.close()
         try:
-            value: Path = self.reader.recv()
+            value: tuple[Path, dict[str, str]] = self.reader.recv()
         except EOFError:
             return None
         return value

@@ -124,6 +124,7 @@ class Record:
     pages: dict[str, str]
     files: frozenset[str] = frozenset()  # besides pages and the static/, api/ and pagefind/ folders
     folders: dict[str, Stamp | None] = field(default_factory=dict)  # the stamps of the folders that hold them
+    bundles: dict[str, str] = field(default_factory=dict)  # each search bundle folder's shard key (search.Indexed)
 
 
 def read_record(folder: Path, name: str, salt: str) -> Record | None:
@@ -135,7 +136,8 @@ def read_record(folder: Path, name: str, salt: str) -> Record | None:
     if not (isinstance(found, dict) and found.get("salt") == salt):
         return None
     folders = {name: tuple(stamp) if stamp else None for name, stamp in found.get("folders", {}).items()}
-    return Record(found.get("pages", {}), frozenset(found.get("files", [])), folders)
+    bundles = found.get("bundles", {})
+    return Record(found.get("pages", {}), frozenset(found.get("files", [])), folders, bundles)
 
 
 def write_record(folder: Path, name: str, salt: str, record: Record | None) -> None:
@@ -145,7 +147,13 @@ def write_record(folder: Path, name: str, salt: str, record: Record | None) -> N
         if record is None:
             path.unlink(missing_ok=True)
             return
-        data = {"salt": salt, "pages": record.pages, "files": sorted(record.files), "folders": record.folders}
+        data = {
+            "salt": salt,
+            "pages": record.pages,
+            "files": sorted(record.files),
+            "folders": record.folders,
+            "bundles": record.bundles,
+        }
         folder.mkdir(parents=True, exist_ok=True)
         replace_file(path, json.dumps(data).encode("utf-8"))
     except OSError:

@@ -7,7 +7,7 @@ import json
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from generator.contract import (
     API_DIR,
@@ -122,25 +122,49 @@ class KeptRecords:
     """Each entry's index text from the last build, by a digest of all it is made from, kept in one file.
 
     An entry's records read only the entry, the site's address and its related entries; a build that
-    changed one entry makes one entry's records and reads the rest back.
+    changed one entry makes one entry's records and reads the rest back. The file is read in the process
+    that writes the index, on first use.
 
     Kept as the bytes written, not compressed: at 10,000 entries, decompressing and encoding them again
-    cost four times more than reading the larger file.
+    cost four times more than reading the larger file. A build that changed a few entries appends their
+    records (and the keys no longer used) to the file, rather than writing sixty megabytes again; once
+    the appended changes outgrow a quarter of the whole, the next save writes it whole.
     """
 
     def __init__(self, file: Path | None, salt: bytes) -> None:
         self.file, self.salt = file, salt
-        self.kept: dict[bytes, tuple[bytes, bytes]] = {}
         self.used: dict[bytes, tuple[bytes, bytes]] = {}
-        if file is None:
-            return
+        self._kept: dict[bytes, tuple[bytes, bytes]] | None = None
+        self._whole = True  # whether the next save writes the whole file rather than appending its changes
+
+    @property
+    def kept(self) -> dict[bytes, tuple[bytes, bytes]]:
+        """The records kept by the last build, by key."""
+        if self._kept is None:
+            self._kept = self._read()
+        return self._kept
+
+    def _read(self) -> dict[bytes, tuple[bytes, bytes]]:
+        kept: dict[bytes, tuple[bytes, bytes]] = {}
+        if self.file is None:
+            return kept
         try:
-            with file.open("rb") as f:
+            with self.file.open("rb") as f:
                 found = pickle.load(f)
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError):
-            return  # none, or damaged: every entry's records are made afresh
-        if isinstance(found, tuple) and len(found) == 2 and found[0] == salt and isinstance(found[1], dict):
-            self.kept = found[1]
+                if not (isinstance(found, tuple) and len(found) == 2 and found[0] == self.salt):
+                    return kept  # another generator's: every entry's records are made afresh
+                kept = found[1]
+                whole = f.tell()
+                self._whole = False
+                while f.peek(1):
+                    added, dropped = pickle.load(f)
+                    kept.update(added)
+                    for key in dropped:
+                        kept.pop(key, None)
+                self._whole = f.tell() - whole > whole // 4
+        except Exception:  # noqa: BLE001 - a missing or damaged file, however it fails to read, is as far as it reads
+            self._whole = True
+        return kept
 
     def records(self, card: EntryCard, catalog: Catalog) -> tuple[bytes, bytes]:
         """An entry's (signature lines, entries.json item) as UTF-8: read back when kept, else made and kept."""
@@ -152,14 +176,24 @@ class KeptRecords:
         self.used[key] = found
         return found
 
+    def _write_whole(self, f: BinaryIO) -> None:
+        pickle.dump((self.salt, self.used), f, protocol=pickle.HIGHEST_PROTOCOL)
+
     def save(self) -> None:
-        """Write the records this build used, and only those; a cache that cannot be written costs time only."""
+        """Keep the records this build used, and only those; a cache that cannot be written costs time only."""
         if self.file is None:
             return
+        kept = self.kept
+        added = {key: found for key, found in self.used.items() if key not in kept}
+        dropped = [key for key in kept if key not in self.used]
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            # Streamed: at 10,000 entries the records are sixty megabytes, not to be held twice.
-            replace_file(self.file, lambda f: pickle.dump((self.salt, self.used), f, protocol=pickle.HIGHEST_PROTOCOL))
+            if self._whole:
+                # Streamed: at 10,000 entries the records are sixty megabytes, not to be held twice.
+                replace_file(self.file, self._write_whole)
+            elif added or dropped:
+                with self.file.open("ab", buffering=0) as f:
+                    f.write(pickle.dumps((added, dropped), pickle.HIGHEST_PROTOCOL))  # in one write: never interleaved
         except OSError:
             pass
 

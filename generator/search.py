@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -490,6 +490,7 @@ class Indexed(typing.NamedTuple):
 
     indexed: int
     shards: int
+    bundles: dict[str, str] = {}  # the key of each bundle folder (site-relative) linked from the cache
 
 
 def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> Indexed:
@@ -499,14 +500,20 @@ def index_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, job
     return Indexed(indexed + written.indexed, written.shards)
 
 
-def link_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1) -> Indexed:
+def link_search(
+    out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs: int = 1, held: Mapping[str, str] | None = None
+) -> Indexed:
     """Write the search bundles of plan under out_dir: each shard the cache holds linked from it, the others indexed.
 
-    With a cache folder and page keys, shards the cache holds but plan no longer uses are removed from it.
+    held names the bundle folders out_dir holds already, each with the key of the shard it was linked from:
+    one whose key is the shard's now is left as it is. With a cache folder and page keys, shards the cache
+    holds but plan no longer uses are removed from it.
     """
     layout = shards(plan.pages)
     keys = [_shard_key(plan, pages) for _, pages in layout]
     folders = [out_dir / path for path, _ in layout]
+    held = held or {}
+    others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
 
     made: list[Path] = []  # bundles indexed beside the site, for want of a cache
 
@@ -521,18 +528,28 @@ def link_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs
         canonicalise_index(fresh)
         return fresh
 
+    # A bundle held as the key it has now, still the cache's files, is left; any other bundle of the folder goes.
+    same = {
+        k
+        for k, (path, _) in enumerate(layout)
+        if cache is not None
+        and (key := keys[k]) is not None
+        and held.get(path) == key
+        and _kept(cache, key)
+        and _links_of(folders[k], cache / key, others, k == 0)
+    }
+    _clear_bundles(out_dir / BUNDLE, {layout[k][0] for k in same}, {path.rstrip("/") for path in others})
+    todo = [k for k in range(len(layout)) if k not in same]
     try:
         with ThreadPoolExecutor(max(1, min(jobs, len(layout)))) as pool:
-            sources = list(pool.map(source, range(len(layout))))
+            sources = dict(zip(todo, pool.map(source, todo), strict=True))
             # The first bundle's folder holds the others' folders: linked first, so that it is made by
             # its own link, not as the parent of another's while its own is being made.
-            if sources:
+            if 0 in sources:
                 link_tree(sources[0], folders[0], skip=_left_out(sources[0], first=True))
-            list(
-                pool.map(lambda k: link_tree(sources[k], folders[k], skip=_left_out(sources[k])), range(1, len(layout)))
-            )
+            rest = [k for k in todo if k != 0]
+            list(pool.map(lambda k: link_tree(sources[k], folders[k], skip=_left_out(sources[k])), rest))
         # The search page loads the first bundle and merges the others it finds listed beside it.
-        others = [path.removeprefix(BUNDLE) for path, _ in layout[1:]]
         (out_dir / BUNDLE).mkdir(parents=True, exist_ok=True)
         (out_dir / BUNDLE / SHARDS).write_text(json.dumps(others), encoding="utf-8")
         if cache is not None and cache.is_dir():
@@ -544,7 +561,63 @@ def link_search(out_dir: Path, plan: SearchPlan, cache: Path | None = None, jobs
     finally:
         for fresh in made:
             shutil.rmtree(fresh, ignore_errors=True)
-    return Indexed(len(made), len(layout))
+    # What each bundle folder now holds, by the key it was linked from: for the next build into this folder.
+    linked = {layout[k][0]: keys[k] for k in same} | {
+        layout[k][0]: keys[k] for k, folder in sources.items() if cache is not None and folder.parent == cache
+    }
+    return Indexed(len(made), len(layout), {path: key for path, key in linked.items() if key is not None})
+
+
+def _links_of(folder: Path, source: Path, others: list[str], first: bool) -> bool:
+    """Whether folder holds the files of the cache's bundle source that a site's copy holds, linked, and no others.
+
+    Each file is known by its inode, which listing a folder gives without reading a file's status: a file
+    added, removed or replaced by hand since it was linked is found; one written over in place is not,
+    and is written over in the cache too.
+    """
+    mine = {SHARDS, *(path.rstrip("/") for path in others)} if first else set()
+    try:
+        return _inodes(os.fspath(folder), mine) == _inodes(os.fspath(source), set(_left_out(source, first)))
+    except OSError:
+        return False
+
+
+def _inodes(folder: str, skip: set[str]) -> dict[str, int]:
+    """The inode of every file under folder, by its path there, but those skip names at its top."""
+    found: dict[str, int] = {}
+    todo = [(folder, "")]
+    while todo:
+        here, relative = todo.pop()
+        with os.scandir(here) as items:
+            for item in items:
+                if relative or item.name not in skip:
+                    if item.is_dir(follow_symlinks=False):
+                        todo.append((item.path, f"{relative}{item.name}/"))
+                    else:
+                        found[relative + item.name] = item.inode()
+    return found
+
+
+def _clear_bundles(first: Path, keep: set[str], others: set[str]) -> None:
+    """Empty the search folder but for the bundles keep names (site-relative); the first's sub-bundles are others."""
+    if not first.is_dir():
+        return
+    if BUNDLE not in keep:
+        for item in os.scandir(first):
+            if item.name not in others or not item.is_dir(follow_symlinks=False):
+                _remove(item)
+    for item in os.scandir(first):
+        if item.is_dir(follow_symlinks=False) and item.name.startswith("shard-"):
+            if f"{BUNDLE}{item.name}/" not in keep:
+                _remove(item)
+
+
+def _remove(item: os.DirEntry[str]) -> None:
+    if item.is_dir(follow_symlinks=False):
+        shutil.rmtree(item.path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(item.path)
 
 
 def _left_out(bundle: Path, first: bool = False) -> tuple[str, ...]:

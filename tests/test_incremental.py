@@ -379,11 +379,13 @@ def test_a_damaged_memo_file_is_an_empty_memo(tmp_path: Path) -> None:
     assert memo.stat().st_size > 5000, "the memo was written whole again"
 
 
-def test_a_warm_build_appends_its_changes_to_the_memo_and_a_torn_tail_costs_only_time(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", ["sources.pickle", "records.pickle"])
+def test_a_warm_build_appends_its_changes_to_the_memo_and_a_torn_tail_costs_only_time(tmp_path: Path, kept) -> None:
+    # The parsed entries, and the signature index's records of each entry.
     root, theme = _project(tmp_path)
     out, clean = tmp_path / "site", tmp_path / "clean"
     build(root, out, search=False, theme=theme)
-    memo = cache_folder(out) / "sources.pickle"
+    memo = cache_folder(out) / kept
     whole = memo.stat()
     entry = next((root / "entries").rglob("cuda-oom.yaml"))
     _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Appended."))

@@ -152,6 +152,51 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
     assert len(list((cache_folder(warm) / "search").iterdir())) == count
 
 
+def test_a_build_into_the_spare_links_only_the_bundles_that_changed_and_undoes_hand_edits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "SHARD_PAGES", 60)
+    root, _theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    edited = "failures/cuda-oom/index.html"
+
+    def edit_and_build(word: str) -> dict[str, int]:
+        """Edit the entry, build into the spare, and return the inode of each bundle folder the spare held."""
+        _edit_yaml(entry, lambda d: d.update(summary=f"{word} {d['summary']}"))
+        spare = cache_folder(out) / "spare"
+        held = {p.relative_to(spare).as_posix(): p.stat().st_ino for p in spare.glob("pagefind/**/") if p.is_dir()}
+        result = build(root, out)
+        build(root, clean, cache=False)
+        assert _tree(out) == _tree(clean), f"after {word}"
+        return held
+
+    first = build(root, out)
+    layout = shards(first.search.pages)
+    assert len(layout) >= 5
+    _edit_yaml(entry, lambda d: d.update(summary=f"Firstword {d['summary']}"))
+    build(root, out)  # the first site is now the spare
+    held = edit_and_build("Secondword")
+    # The bundles of shards without the edited page are the spare's folders still; the edited one's is new.
+    changed = next(path for path, pages in layout if edited in {p.path for p in pages})
+    for path, _pages in layout:
+        if path != changed and path != search.BUNDLE:
+            assert (out / path).stat().st_ino == held[path.rstrip("/")], f"{path} was linked again"
+    assert (out / changed).stat().st_ino != held[changed.rstrip("/")]
+
+    # What is added to, replaced in or removed from a served site's bundles by hand is undone when that
+    # folder is next brought up to date (two builds later: the build after next reuses it).
+    other = next(path for path, _pages in layout if path not in (changed, search.BUNDLE))
+    (out / other / "stray.txt").write_text("added by hand")
+    fragment = next((out / other / "fragment").iterdir())
+    fragment.unlink()
+    fragment.write_bytes(b"replaced by hand")
+    first_bundle_file = next(p for p in (out / search.BUNDLE).iterdir() if p.suffix == ".pf_meta")
+    first_bundle_file.unlink()
+    edit_and_build("Thirdword")
+    edit_and_build("Fourthword")
+
+
 def test_a_changed_shard_is_indexed_while_the_pages_are_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Pagefind's work is the longest part of a one-entry rebuild: it begins from the catalog alone,
     # before the build makes a single page view, so the two run side by side.
