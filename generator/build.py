@@ -289,6 +289,9 @@ def _write(
         before = read_record(folder, SITE, salt) if store else None
         write_record(folder, SPARE, salt, None)  # until the spare is recorded again, it is not to be trusted
         aside: Path | None = None  # the spare's folders written whole again, set aside
+        verified: set[str] = set()  # the spare's folders found as recorded: their stamps stand
+        written: list[str] = []  # the pages written into the folder
+        known: dict[str, Stamp] = {}  # the stamps of the verified folders nothing was written into since
         bundles: dict[str, str] = {}  # the spare's search bundles as recorded, each by its shard's key
         with staging(out_dir, len(views), spare, reuse=held is not None) as stage:
             if stage != spare:
@@ -308,22 +311,29 @@ def _write(
                     found = {page: inodes.get(key, -1) for page, key in wanted.items()}
                     kept_files = {**found, **dict.fromkeys(held.files & files.keys())}
                     lost = sweep_folder(
-                        stage, kept_files, WHOLE, held.folders, [*held.pages, *held.files], store.settled
+                        stage, kept_files, WHOLE, held.folders, [*held.pages, *held.files], store.settled, verified
                     )
+                    known = {folder: stamp for folder in verified if (stamp := held.folders.get(folder))}
                     held = Record({page: key for page, key in wanted.items() if page not in lost}, held.files)
                 copy_static(theme / "static", stage)
                 write_files(stage, files)
                 pages = render_views(
                     renderer, views, store, jobs or cores(), rendered.append, written=held.pages if held else None
                 )
-                write_pages(stage, pages, atomic=held is not None)
+                write_pages(stage, _noted(pages, written), atomic=held is not None)
             finally:
                 indexing.join()
                 signing.join()
             indexed = indexing.result() or Indexed(0, 0)
             signing.result()
             # Taken last: the next build into this folder reads none that is as it was now.
-            stamps = folder_stamps(stage, [*paths, *files], WHOLE) if store else {}
+            # A folder a file was written into, or a folder made in, has a new stamp.
+            for path in [*written, *files]:
+                cut = path.rfind("/")
+                while cut > 0:
+                    known.pop(path[: cut + 1], None)
+                    cut = path.rfind("/", 0, cut)
+            stamps = folder_stamps(stage, [*paths, *files], WHOLE, known) if store else {}
             write_record(folder, SITE, salt, None)  # the folder swapped in next is not the one recorded
         if spare is not None and spare.is_dir():
             write_record(folder, SPARE, salt, before)  # the site just replaced, kept as the spare
@@ -356,6 +366,13 @@ def _write(
         tuple(changed),
         indexed.shards,
     )
+
+
+def _noted(pages: Iterable[Rendered], written: list[str]) -> Iterator[Rendered]:
+    """The pages, each added to written as it is given out."""
+    for page in pages:
+        written.append(page[0])
+        yield page
 
 
 def _except(

@@ -51,8 +51,11 @@ from generator.write import exchange, link_tree, replace_file
 INCLUDE_CHARACTERS = "_.:"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 BUNDLE = "pagefind/"
-# Pagefind holds a shard's index in memory, about 0.3 MB a page: a shard stays well under 500 MB.
-SHARD_PAGES = 400
+# An edit indexes its shard again, and Pagefind takes about 4 ms a document (one core's worth, on two):
+# at 200 pages a one-entry rebuild's indexing stays under a second. The search page merges one more
+# index per 200 pages (two small requests each before its first search). Pagefind holds a shard's
+# index in memory, about 0.3 MB a page: a shard stays well under 500 MB.
+SHARD_PAGES = 200
 BUCKETS = 1 << 16  # pages are laid out in this many buckets by a digest of their path, shared out among shards
 # Documents handed to a Pagefind process before it has answered the earlier ones: enough to keep it busy,
 # few enough that it never holds a shard's documents all at once.
@@ -161,7 +164,7 @@ def shards(records: list[P]) -> list[tuple[str, list[P]]]:
 
     A record's shard is fixed by a digest of its path alone (the shard's share of BUCKETS buckets), so an
     edit keeps every page where it was and a new page changes only its own shard, until the site grows
-    into one more shard. Digests share the pages out about evenly (within a fifth of the mean at 400 pages).
+    into one more shard. Digests share the pages out about evenly (within a fifth of the mean at 200 pages).
     """
     count = shard_count(len(records))
     runs: list[list[P]] = [[] for _ in range(count)]

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -332,11 +332,15 @@ Stamp = tuple[int, int, int]
 RACY_NS = 2_000_000_000
 
 
-def folder_stamps(root: Path, paths: Iterable[str], skip: Iterable[str] = ()) -> dict[str, Stamp | None]:
+def folder_stamps(
+    root: Path, paths: Iterable[str], skip: Iterable[str] = (), known: Mapping[str, Stamp] | None = None
+) -> dict[str, Stamp | None]:
     """The stamp of every folder under root that holds one of paths (and their parents), but those skip names.
 
-    A folder changed in the last RACY_NS by the file system's clock is given None: unknown.
+    A folder changed in the last RACY_NS by the file system's clock is given None: unknown. known gives
+    the stamps of folders found unchanged since they were taken, and untouched since: not taken again.
     """
+    known = known or {}
     folders: set[str] = set()
     for path in paths:
         cut = path.rfind("/")
@@ -348,6 +352,9 @@ def folder_stamps(root: Path, paths: Iterable[str], skip: Iterable[str] = ()) ->
     stamps: dict[str, Stamp | None] = {}
     for folder in sorted(folders):
         if folder.startswith(skipped):
+            continue
+        if (stamp := known.get(folder)) is not None:
+            stamps[folder] = stamp
             continue
         try:
             found = os.stat(os.path.join(root, folder))
@@ -385,6 +392,7 @@ def sweep_folder(
     stamps: dict[str, Stamp | None] | None = None,
     listed: Iterable[str] = (),
     settled: int | None = None,
+    verified: set[str] | None = None,
 ) -> set[str]:
     """Remove every file of a kept site but those keep names, and folders left empty; the folders skip names stay.
 
@@ -397,7 +405,7 @@ def sweep_folder(
 
     Given the stamps of its folders and the files listed in it when they were taken, a folder whose
     stamp is unchanged is known to hold what was listed, and is not read: at 10,000 pages, reading them
-    all cost ten times more than taking their stamps.
+    all cost ten times more than taking their stamps. Such a folder, left as it was, is added to verified.
     """
     keep = {**keep, MARKER: None}
     skipped = {f"{name}/" for name in skip}
@@ -418,13 +426,15 @@ def sweep_folder(
         path = os.path.join(root, prefix)
         known = stamps.get(prefix)
         items: list[tuple[str, bool, os.DirEntry[str] | None]]
-        if known is not None and _stamp(path) == known:
+        same = known is not None and _stamp(path) == known
+        if same:
             items = [(name, False, None) for name in files_in.get(prefix, ())]
             items += [(name, True, None) for name in folders_in.get(prefix, ())]
         else:
             with os.scandir(path) as found:
                 items = [(item.name, item.is_dir(follow_symlinks=False), item) for item in found]
         empty = True
+        untouched = same
         for name, is_folder, item in items:
             relative = prefix + name
             if is_folder:
@@ -432,6 +442,7 @@ def sweep_folder(
                     empty = False
                 elif sweep(relative + "/"):
                     os.rmdir(os.path.join(root, relative))
+                    untouched = False
                 else:
                     empty = False
             elif relative in keep and _holds(os.path.join(root, relative), item, keep[relative], settled):
@@ -440,6 +451,9 @@ def sweep_folder(
             else:
                 with suppress(FileNotFoundError):
                     os.unlink(os.path.join(root, relative))
+                untouched = False
+        if untouched and verified is not None:
+            verified.add(prefix)
         return empty
 
     sweep("")

@@ -453,6 +453,17 @@ def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path
     build(root, clean, theme=theme, cache=False)
     assert _tree(out) == _tree(clean)
     assert _folders(out) == _folders(clean)
+    # A folder found as recorded and left as it was keeps its recorded stamp through the next record:
+    # what is written by hand into it while its site is served is still found when the site is next reused.
+    third = next(p for p in sorted((root / "entries").rglob("*.yaml")) if p not in (deleted, entry, other))
+    third_page = f"failures/{yaml.safe_load(third.read_text(encoding='utf-8'))['id']}/"
+    time.sleep(0.05)
+    (out / third_page / "later.txt").write_text("no build wrote this")
+    for word in ("Laterword", "Lastword"):
+        _edit_yaml(entry, lambda d, word=word: d.update(title=f"{d['title']} {word}"))
+        build(root, out, theme=theme)
+    build(root, clean, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
     # A spare removed by hand, or one its record no longer describes, is not used.
     shutil.rmtree(spare)
     build(root, out, theme=theme)
