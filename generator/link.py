@@ -68,7 +68,10 @@ def _check_references(validated: Validated, problems: list[Problem]) -> None:
     entry_ids = validated.entry_ids
     hubs = {h.id: h for h, _ in validated.hubs}
     tags = validated.tags.tags if validated.tags else {}
+    groups_of = {h.id: frozenset(g.id for g in h.groups) for h in hubs.values()}
     for entry, doc in validated.entries:
+        if _references_hold(entry, entry_ids, tags, groups_of):
+            continue  # as every entry of a site that builds: the checks below only say where it is wrong
         for i, rid in enumerate(entry.related):
             if rid == entry.id:
                 problems.append(doc.problem(("related", i), "an entry cannot be related to itself"))
@@ -101,6 +104,22 @@ def _check_references(validated: Validated, problems: list[Problem]) -> None:
             elif ref.group is not None and ref.group not in groups:
                 hint = did_you_mean(ref.group, groups) if groups else f"hub {hub.id!r} defines no groups; remove it"
                 problems.append(doc.problem(("hubs", i, "group"), f"hub {hub.id!r} has no group {ref.group!r}", hint))
+
+
+def _references_hold(
+    entry: EntryCard, entry_ids: frozenset[str], tags: dict[str, TagInfo], groups_of: dict[str, frozenset[str]]
+) -> bool:
+    """Whether every id, tag and hub group an entry names exists, once each: the set operations of the checks."""
+    related, tagged = entry.related, entry.tags
+    if entry.id in related or not entry_ids.issuperset(related) or len(set(related)) != len(related):
+        return False
+    if not tags.keys() >= set(tagged) or len(set(tagged)) != len(tagged):
+        return False
+    for ref in entry.hubs:
+        groups = groups_of.get(ref.hub)
+        if groups is None or (ref.group not in groups if groups else ref.group is not None):
+            return False
+    return True
 
 
 def _matcher(kind: str, pattern: str) -> Callable[[str], bool]:

@@ -348,11 +348,11 @@ def check_entry_file(item: tuple[str, bytes]) -> Checked:
     return check_entry(doc, found)
 
 
-def read_and_check(item: tuple[str, Path]) -> tuple[bytes, Checked]:
+def read_and_check(item: tuple[str, str | Path]) -> tuple[bytes, Checked]:
     """Read, parse and check one entry file; return a digest of the bytes checked, and what was found."""
     display, path = item
     try:
-        raw = path.read_bytes()
+        raw = Path(path).read_bytes()
     except OSError as exc:
         return b"", (None, [read_problem(display, exc)], frozenset(), PurePosixPath(display).stem)
     return hashlib.sha256(raw).digest(), check_entry_file((display, raw))
@@ -381,7 +381,7 @@ def _check_entries(docs: list[Document], memo: Memo | None, jobs: int) -> list[C
                 pass  # the worker reports it
         if results[i] is None:
             todo.append(i)
-    items = [(docs[i].path, typing.cast(Path, docs[i].source)) for i in todo]
+    items = [(docs[i].path, typing.cast(str, docs[i].source)) for i in todo]
     if jobs > 1 and len(items) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         with multiprocessing.get_context("fork").Pool(jobs, initializer=collect_from_here) as pool:
             fresh = list(pool.imap(read_and_check, items, chunksize=16))
