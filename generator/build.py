@@ -41,6 +41,7 @@ from generator.render import (
     entry_notes,
     example_files,
     page_views,
+    prune_markup,
     render_views,
     unchanged_entries,
 )
@@ -195,6 +196,7 @@ def _build(
     renderer = Renderer(catalog, theme / "templates", folder / "templates" if cache else None)
     salt = code_digest(theme / "templates", [catalog.site])
     if cache:
+        renderer.kept_markup = (folder / "markup", package_digest().hex())
         # Before the search plan and the views: the entries whose pages are as the last build made them.
         kept = read_kept(folder, NOTES, salt)
         renderer.kept = unchanged_entries(catalog, kept if isinstance(kept, EntryNotes) else None)
@@ -347,6 +349,7 @@ def _write(
         if (rows := renderer.row_fragments()) != kept_rows:
             write_kept(folder, ROWS, salt, rows)
         write_kept(folder, NOTES, salt, entry_notes(catalog, keys, plan.keys))
+        prune_markup(folder / "markup", catalog.entries)
     else:
         # What the folder now holds is not what the cache last recorded.
         write_record(folder, SITE, "", None)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -31,8 +33,46 @@ def _lexer(language: str) -> Lexer:
         return get_lexer_by_name("text")
 
 
+Made = dict[tuple[str, str, str], str]  # HTML by what it was made from: (kind, language, text)
+_kept: tuple[Made, Made] | None = None  # while a page renders: the markup made for it before, and what it uses
+
+
+@contextlib.contextmanager
+def keeping(before: Made) -> Iterator[Made]:
+    """Within the block, take a code block's or a Markdown text's HTML from before if it is there.
+
+    Yields what the block made and took, for the next render of the page: highlighting and Markdown are
+    most of an entry page's rendering, and a page rendered again because a row it lists changed holds
+    the same texts.
+    """
+    global _kept
+    outer = _kept
+    used: Made = {}
+    _kept = (before, used)
+    try:
+        yield used
+    finally:
+        _kept = outer
+
+
+def _taken(kind: str, language: str, text: str, make: Callable[[str, str], str]) -> str:
+    if _kept is None:
+        return make(text, language)
+    before, used = _kept
+    key = (kind, language, text)
+    found = before.get(key)
+    if found is None:
+        found = make(text, language)
+    used[key] = found
+    return found
+
+
 def highlight_code(code: str, language: str) -> str:
     """Return highlighted HTML for a code block, wrapped in <pre><code>."""
+    return _taken("code", language, code, _highlight)
+
+
+def _highlight(code: str, language: str) -> str:
     lexer, text = _lexer(language), code.rstrip("\n") + "\n"
     body = format_tokens(tokens(lexer, text) if joinable(lexer) else lexer.get_tokens(text), _FORMATTER)
     lang = html.escape(language or "text", quote=True)
@@ -65,6 +105,10 @@ def _text(self: object, tokens: list[Token], idx: int, options: object, env: obj
 
 def render_markdown(text: str) -> str:
     """Render a Markdown block to HTML."""
+    return _taken("md", "", text, _markdown)
+
+
+def _markdown(text: str, _language: str) -> str:
     composed = _compose(text)
     return composed if composed is not None else str(_parser().render(text))
 

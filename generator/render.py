@@ -7,8 +7,10 @@ import hashlib
 import multiprocessing
 import operator
 import os
+import pickle
 import re
 import typing
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -25,8 +27,10 @@ from generator.contract import entry_path
 from generator.faq import expand_faq
 from generator.link import Catalog
 from generator.markup import (
+    Made,
     breakable,
     highlight_code,
+    keeping,
     outline,
     render_inline,
     render_markdown,
@@ -36,6 +40,7 @@ from generator.markup import (
 from generator.schema import Entry, Hub
 from generator.taxonomy import CATEGORIES, SYSTEMS
 from generator.validate import EntryCard, HubCard, collect_from_here, plain_digest
+from generator.write import replace_file
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 RECENT_ENTRIES = 8
@@ -315,6 +320,33 @@ class PageView:
         return self._context
 
 
+def _read_markup(file: Path, salt: str) -> Made:
+    """The markup kept in file under salt; none if there is none, it is damaged or of another salt."""
+    try:
+        found = pickle.loads(zlib.decompress(file.read_bytes()))
+    except Exception:  # noqa: BLE001 - a missing or damaged file, however it fails to read, is made again
+        return {}
+    return found[1] if isinstance(found, tuple) and len(found) == 2 and found[0] == salt else {}
+
+
+def _write_markup(file: Path, salt: str, made: Made) -> None:
+    """Keep made in file under salt; a file that cannot be written costs time only."""
+    with contextlib.suppress(OSError):
+        file.parent.mkdir(parents=True, exist_ok=True)
+        # Compressed: the markup of ten thousand entries is hundreds of megabytes of HTML.
+        replace_file(file, zlib.compress(pickle.dumps((salt, made), protocol=pickle.HIGHEST_PROTOCOL), 1))
+
+
+def prune_markup(folder: Path, entries: Iterable[str]) -> None:
+    """Remove the kept markup of entries no longer in the site."""
+    keep = {f"{entry_id}.pickle" for entry_id in entries}
+    with contextlib.suppress(OSError), os.scandir(folder) as found:
+        stale = [item.path for item in found if item.name not in keep]
+    for path in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 def _environment(templates: Path, compiled: Path | None = None) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates),
@@ -420,6 +452,9 @@ class Renderer:
         self.catalog = catalog
         self.site = catalog.site
         self.env = _environment(templates, compiled)
+        # The folder an entry page's highlighted code and Markdown are kept in between renders (markup.keeping),
+        # by entry, with the digest of the code that made them.
+        self.kept_markup: tuple[Path, str] | None = None
         # A listing row's HTML by the row's digest: the same in every listing, and made once for all of them.
         # A build keeps it between builds with the pages it was rendered under (see row_fragments).
         self.fragments: dict[str, str] = {}
@@ -512,9 +547,22 @@ class Renderer:
         return PageView(path, template, context)
 
     def render(self, view: PageView) -> str:
-        """Render one page's HTML from its view."""
-        context = self.expand(view.context)
-        return self.env.get_template(view.template).render(ctx=context, page=context.page)
+        """Render one page's HTML from its view; an entry's with the markup kept from its last render, if kept."""
+        context = view.context
+        if self.kept_markup is None or not isinstance(context, EntryPageContext):
+            return self._render(view.template, context)
+        folder, salt = self.kept_markup
+        file = folder / f"{context.entry.id}.pickle"
+        before = _read_markup(file, salt)
+        with keeping(before) as used:
+            html = self._render(view.template, context)
+        if used != before:
+            _write_markup(file, salt, used)
+        return html
+
+    def _render(self, template: str, context: Any) -> str:
+        context = self.expand(context)
+        return self.env.get_template(template).render(ctx=context, page=context.page)
 
     def expand(self, context: Any) -> Any:
         """The context a template reads: an entry page's whole entry and its FAQ, which its view leaves out.

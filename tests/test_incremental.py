@@ -17,7 +17,7 @@ import jinja2
 import pytest
 import yaml
 
-from generator import cache, load, render, search, write
+from generator import cache, load, markup, render, search, write
 from generator.build import THEME, _Beside, build, cache_folder, fewer_collections
 from generator.errors import ContentError
 from generator.load import Memo
@@ -187,6 +187,31 @@ def test_pages_are_the_cache_files_linked_and_every_reader_may_read_them(tmp_pat
     umask = os.umask(0o022)
     os.umask(umask)
     assert {oct(p.stat().st_mode & 0o777) for p in pages} == {oct(0o666 & ~umask)}, "as any file written here"
+
+
+def test_an_entry_page_rendered_again_takes_its_code_and_markdown_as_made_before(tmp_path: Path, monkeypatch) -> None:
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, out, search=False, theme=theme)
+    made: list[str] = []
+    real_code, real_md = markup._highlight, markup._markdown
+    monkeypatch.setattr(markup, "_highlight", lambda code, lang: made.append(code) or real_code(code, lang))
+    monkeypatch.setattr(markup, "_markdown", lambda text, lang: made.append(text) or real_md(text, lang))
+    # A summary shows in the rows of the entries that list this one: their pages render again, from the
+    # same code and Markdown; the edited entry's own page makes only its summary's Markdown again.
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Keptword."))
+    again = build(root, out, search=False, theme=theme)
+    assert sum(page.startswith("failures/") and page != "failures/index.html" for page in again.rendered) > 3
+    assert all("Keptword" in text for text in made), "markup made again from a text that did not change"
+    # A damaged file of kept markup is made again.
+    for kept in (cache_folder(out) / "markup").iterdir():
+        kept.write_bytes(kept.read_bytes()[:20])
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Againword."))
+    build(root, out, search=False, theme=theme)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+    assert len(made) > 20
 
 
 def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:
@@ -485,7 +510,8 @@ from generator.validate import plain_digest
 word = "".join(["gpu", "-oom"])
 # As parsed now, a repeated string is two objects; read back from a cache, it may be one.
 again = word if sys.argv[1] == "one" else "".join(["gpu-", "oom"])
-row = EntryRow("cuda-oom", "CUDA out of memory", Markup("<em>OOM</em>"), "memory", "Memory", "high", [word], again, (1, word))
+summary = Markup("<em>OOM</em>")
+row = EntryRow("cuda-oom", "CUDA out of memory", summary, "memory", "Memory", "high", [word], again, (1, word))
 facets = Facets("Memory", (("cuda", "CUDA", None),), (("oom", again),))
 print(plain_digest((row.id, row, facets, datetime.date(2026, 12, 3), [word, again], {"k": 1.5})))
 """
