@@ -5,14 +5,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import multiprocessing
-import operator
 import os
 import pickle
 import re
 import typing
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -84,7 +83,6 @@ class EntryRow:
     systems: list[str]
     # What a page's cache key takes the row as (its card's row digest): many pages hold each row.
     digest: str = field(repr=False, compare=False)
-    order: tuple[int, str] = field(repr=False, compare=False)  # in a listing: most severe first, then by title
 
 
 @dataclass(frozen=True)
@@ -262,31 +260,14 @@ class EntryRecipe:
 
 @dataclass(frozen=True)
 class ListingRecipe:
-    """What a listing page's context is made from: its fields, as plain data, with each row as its digest.
+    """What a listing or hub page's context is made from, as plain data: a listing's rows as their digests.
 
-    A listing of every entry holds ten thousand rows: its key is a digest of their digests.
+    A listing of every entry holds ten thousand rows: its key is a digest of their digests, which the
+    entries' cards hold, so no row is made for a listing that is not rendered.
     """
 
     context: str  # the context's class
     values: tuple[Any, ...]
-
-    @classmethod
-    def of(cls, context: ListPageContext | FailuresContext) -> ListingRecipe:
-        """The recipe of a listing page's context."""
-        return cls(type(context).__name__, tuple(_rows_as_digests(getattr(context, f.name)) for f in fields(context)))
-
-
-_ORDER = operator.attrgetter("order")
-
-
-def _rows_as_digests(value: Any) -> Any:
-    """The value with each EntryRow in it (in lists and tuples) as the row's digest, and tuples for lists."""
-    if isinstance(value, EntryRow):
-        return value.digest
-    if isinstance(value, list | tuple):
-        # A row is taken here rather than in a call of its own: a listing of every entry holds ten thousand.
-        return tuple(item.digest if type(item) is EntryRow else _rows_as_digests(item) for item in value)
-    return value
 
 
 class PageView:
@@ -485,6 +466,7 @@ class Renderer:
         self._hubs: dict[str, PageView] = {}  # made once: for the search plan first, then with every page
         self._tag_titles = {tag: info.title for tag, info in catalog.tags.items()}
         self._facets: dict[str, Facets] = {}
+        self._order: dict[str, tuple[int, str]] = {}  # each entry's place in a listing, made once
         # The page and search document keys of the entries whose pages read what they read in the last
         # build (unchanged_entries): their views and keys are not made again.
         self.kept: dict[str, tuple[str, str]] = {}
@@ -509,7 +491,6 @@ class Renderer:
             e.severity,
             [SYSTEMS[s.id].name for s in e.systems],
             e.row,
-            (SEVERITY_ORDER[e.severity], e.title.lower()),
         )
 
     def entry_rows(self, rows: list[EntryRow]) -> Markup:
@@ -525,14 +506,24 @@ class Renderer:
     def row_fragments(self) -> dict[str, str]:
         """The HTML made of the rows of this catalog, by digest: what a later build under the same templates reuses.
 
-        Made for every row first: a build that renders over forked workers made none in this process.
+        Made for every row: a build that renders over forked workers made none in this process.
         """
-        rows = [self.row(entry_id) for entry_id in self.catalog.entries]
-        return {row.digest: self._entry_row(row) for row in rows}
+        fragments = self.fragments
+        return {
+            card.row: fragments.get(card.row) or self._entry_row(self.row(entry_id))
+            for entry_id, card in self.catalog.entries.items()
+        }
 
-    def rows(self, ids: list[str]) -> list[EntryRow]:
-        """Return listing rows, most severe first, then by title."""
-        return sorted(map(self.row, ids), key=_ORDER)
+    def ranked(self, ids: list[str]) -> list[str]:
+        """Entries in listing order: most severe first, then by title."""
+        order = self._order
+        if not order:
+            order.update((i, (SEVERITY_ORDER[e.severity], e.title.lower())) for i, e in self.catalog.entries.items())
+        return sorted(ids, key=order.__getitem__)
+
+    def _row_digests(self, ids: list[str]) -> tuple[str, ...]:
+        entries = self.catalog.entries
+        return tuple(entries[i].row for i in ids)
 
     def _page(self, path: str, title: str, description: str, crumbs: list[tuple[str, str]], **kw: Any) -> Page:
         trail = [Crumb("Home", "")] + [Crumb(n, p) for n, p in crumbs]
@@ -540,11 +531,6 @@ class Renderer:
         if crumbs:
             data.append(jsonld.breadcrumbs(self.site, [(c.name, c.path) for c in trail]))
         return Page(path, title, description, trail if crumbs else [], data, **kw)
-
-    def _view(self, path: str, template: str, context: Any) -> PageView:
-        if isinstance(context, ListPageContext | FailuresContext):
-            return PageView(path, template, context, recipe=ListingRecipe.of(context))
-        return PageView(path, template, context)
 
     def render(self, view: PageView) -> str:
         """Render one page's HTML from its view; an entry's with the markup kept from its last render, if kept."""
@@ -707,7 +693,9 @@ class Renderer:
             self._edit_url(self.catalog.hub_paths[hub.id]),
             sorted(((h.id, h.title) for h in self.catalog.hubs.values()), key=lambda item: item[1].lower()),
         )
-        return self._view(path + "index.html", "hub.html", context)
+        # Plain data, the hub as its JSON: thousands of rows are digested as dataclasses, at C speed.
+        recipe = ListingRecipe("HubPageContext", (hub.model_dump_json(), page, groups, context.edit_url, context.hubs))
+        return PageView(path + "index.html", "hub.html", context, recipe=recipe)
 
     def _hub_row(self, entry_id: str, ref: HubCard) -> HubRow:
         entry = self.catalog.entries[entry_id]
@@ -723,8 +711,13 @@ class Renderer:
         hubs = [(h.id, h.title) for h in self.catalog.hubs.values() if kind == "systems" and h.system == key]
         path = f"{kind}/{key}/"
         page = self._page(path, heading, intro, [(listing.parent, f"{kind}/"), (heading, path)])
-        rows = self.rows(listing.members(self.catalog)[key])
-        return self._view(path + "index.html", "list.html", ListPageContext(page, heading, intro, rows, hubs))
+        ids = self.ranked(listing.members(self.catalog)[key])
+        return PageView(
+            path + "index.html",
+            "list.html",
+            recipe=ListingRecipe("ListPageContext", (page, heading, intro, self._row_digests(ids), tuple(hubs))),
+            make=lambda: ListPageContext(page, heading, intro, [self.row(i) for i in ids], hubs),
+        )
 
     def render_directory(self, kind: str) -> PageView:
         """Render /tags/, /categories/, /systems/ or /hubs/."""
@@ -732,7 +725,7 @@ class Renderer:
         path = f"{kind}/"
         page = self._page(path, directory.heading, directory.intro, [(directory.heading, path)])
         context = DirectoryContext(page, directory.heading, directory.intro, directory.items(self.catalog))
-        return self._view(path + "index.html", "directory.html", context)
+        return PageView(path + "index.html", "directory.html", context)
 
     def render_home(self) -> PageView:
         """Render the home page."""
@@ -759,19 +752,25 @@ class Renderer:
                 "hubs": len(self.catalog.hubs),
             },
         )
-        return self._view("index.html", "home.html", context)
+        return PageView("index.html", "home.html", context)
 
     def render_failures(self) -> PageView:
         """Render /failures/, every entry grouped by category."""
-        groups = [(c, CATEGORIES[c].name, self.rows(ids)) for c, ids in self.catalog.by_category.items()]
+        groups = [(c, CATEGORIES[c].name, self.ranked(ids)) for c, ids in self.catalog.by_category.items()]
+        total = len(self.catalog.entries)
         page = self._page(
             "failures/",
             "All failures",
-            f"All {len(self.catalog.entries)} failures in the encyclopedia, by category.",
+            f"All {total} failures in the encyclopedia, by category.",
             [("All failures", "failures/")],
         )
-        return self._view(
-            "failures/index.html", "failures.html", FailuresContext(page, groups, len(self.catalog.entries))
+        return PageView(
+            "failures/index.html",
+            "failures.html",
+            recipe=ListingRecipe(
+                "FailuresContext", (page, tuple((c, name, self._row_digests(ids)) for c, name, ids in groups), total)
+            ),
+            make=lambda: FailuresContext(page, [(c, n, [self.row(i) for i in ids]) for c, n, ids in groups], total),
         )
 
     def render_search(self) -> PageView:
@@ -782,7 +781,7 @@ class Renderer:
             "Search every failure by error text, system, category, severity and tag.",
             [("Search", "search/")],
         )
-        return self._view("search/index.html", "search.html", _Simple(page))
+        return PageView("search/index.html", "search.html", _Simple(page))
 
     def render_diagnose(self) -> PageView:
         """Render /diagnose/, the in-browser log scanner."""
@@ -796,12 +795,12 @@ class Renderer:
             _TryExample(x.label, ex.source, [f"{EXAMPLES}/{PurePosixPath(x.case).name}/{n}" for n in ex.files])
             for x, ex in self.catalog.examples
         ]
-        return self._view("diagnose/index.html", "diagnose.html", _Diagnose(page, examples))
+        return PageView("diagnose/index.html", "diagnose.html", _Diagnose(page, examples))
 
     def render_404(self) -> PageView:
         """Render /404.html."""
         page = Page("404.html", "Page not found", "This page does not exist.", [], indexable=False)
-        return self._view("404.html", "404.html", _Simple(page))
+        return PageView("404.html", "404.html", _Simple(page))
 
 
 @dataclass(frozen=True)

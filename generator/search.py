@@ -37,7 +37,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
-from generator.cache import digest, package_digest
+from generator.cache import package_digest
 from generator.errors import BuildError
 from generator.load import content_files, file_status
 from generator.markup import markdown_text
@@ -148,7 +148,7 @@ def _entry_key(entry_digest: str, facets: Facets) -> str:
 def _hub_key(ctx: HubPageContext) -> str:
     """A digest of what a hub's search document is made from (see _hub_document)."""
     rows = [(r.entry.title, r.errors, r.indicates, r.tell_apart) for g in ctx.groups for r in g.rows]
-    return digest(["hub", ctx.hub, [(g.title, g.description) for g in ctx.groups], rows])
+    return plain_digest(("hub", ctx.hub.model_dump_json(), [(g.title, g.description) for g in ctx.groups], rows))
 
 
 class _Paged(Protocol):

@@ -511,7 +511,7 @@ word = "".join(["gpu", "-oom"])
 # As parsed now, a repeated string is two objects; read back from a cache, it may be one.
 again = word if sys.argv[1] == "one" else "".join(["gpu-", "oom"])
 summary = Markup("<em>OOM</em>")
-row = EntryRow("cuda-oom", "CUDA out of memory", summary, "memory", "Memory", "high", [word], again, (1, word))
+row = EntryRow("cuda-oom", "CUDA out of memory", summary, "memory", "Memory", "high", [word], again)
 facets = Facets("Memory", (("cuda", "CUDA", None),), (("oom", again),))
 print(plain_digest((row.id, row, facets, datetime.date(2026, 12, 3), [word, again], {"k": 1.5})))
 """

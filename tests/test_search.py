@@ -166,7 +166,7 @@ def test_a_build_into_the_spare_links_only_the_bundles_that_changed_and_undoes_h
         _edit_yaml(entry, lambda d: d.update(summary=f"{word} {d['summary']}"))
         spare = cache_folder(out) / "spare"
         held = {p.relative_to(spare).as_posix(): p.stat().st_ino for p in spare.glob("pagefind/**/") if p.is_dir()}
-        result = build(root, out)
+        build(root, out)
         build(root, clean, cache=False)
         assert _tree(out) == _tree(clean), f"after {word}"
         return held
