@@ -21,6 +21,7 @@ from generator.cache import (
     PageCache,
     Record,
     code_digest,
+    kept_record,
     package_digest,
     read_kept,
     read_record,
@@ -288,7 +289,7 @@ def _write(
         spare = folder / "spare" if store else None
         # A cache that cannot tell its files from ones written over by hand since cannot vouch for the spare's.
         held = read_record(folder, SPARE, salt) if store and store.settled is not None else None
-        before = read_record(folder, SITE, salt) if store else None
+        before = kept_record(folder, SITE, salt) if store else None  # to keep as the spare's, once it is
         write_record(folder, SPARE, salt, None)  # until the spare is recorded again, it is not to be trusted
         aside: Path | None = None  # the spare's folders written whole again, set aside
         verified: set[str] = set()  # the spare's folders found as recorded: their stamps stand

@@ -140,12 +140,28 @@ def read_record(folder: Path, name: str, salt: str) -> Record | None:
     return Record(found.get("pages", {}), frozenset(found.get("files", [])), folders, bundles)
 
 
-def write_record(folder: Path, name: str, salt: str, record: Record | None) -> None:
+def kept_record(folder: Path, name: str, salt: str) -> bytes | None:
+    """The record name in the cache folder as written, if it was written under salt: to keep under another name.
+
+    Not read: a record damaged since is found so when it is read (read_record) under its new name.
+    """
+    try:
+        found = (folder / name).read_bytes()
+    except OSError:
+        return None
+    return found if found.startswith(json.dumps({"salt": salt})[:-1].encode() + b", ") else None
+
+
+def write_record(folder: Path, name: str, salt: str, record: Record | bytes | None) -> None:
     """Keep record as name in the cache folder, or, given None, drop it; one that cannot be written costs time only."""
     path = folder / name
     try:
         if record is None:
             path.unlink(missing_ok=True)
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        if isinstance(record, bytes):
+            replace_file(path, record)  # as kept_record found it
             return
         data = {
             "salt": salt,
@@ -154,7 +170,6 @@ def write_record(folder: Path, name: str, salt: str, record: Record | None) -> N
             "folders": record.folders,
             "bundles": record.bundles,
         }
-        folder.mkdir(parents=True, exist_ok=True)
         replace_file(path, json.dumps(data).encode("utf-8"))
     except OSError:
         pass

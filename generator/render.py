@@ -144,6 +144,10 @@ class EntryPageContext:
     siblings: Window  # the category's entries by title, for the side navigation
 
 
+class Listed(tuple[str, ...]):
+    """The entries a listing's table shows, by id, in order: their rows are made only where not made before."""
+
+
 @dataclass(frozen=True)
 class ListPageContext:
     """Context of templates/list.html: a tag, category or system page."""
@@ -151,7 +155,7 @@ class ListPageContext:
     page: Page
     heading: str
     intro: str
-    rows: list[EntryRow]
+    rows: Listed
     hubs: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -222,7 +226,7 @@ class FailuresContext:
     """Context of templates/failures.html: every entry, grouped by category."""
 
     page: Page
-    groups: list[tuple[str, str, list[EntryRow]]]
+    groups: list[tuple[str, str, Listed]]
     total: int
 
 
@@ -493,9 +497,10 @@ class Renderer:
             e.row,
         )
 
-    def entry_rows(self, rows: list[EntryRow]) -> Markup:
+    def entry_rows(self, rows: Listed) -> Markup:
         """The HTML of a listing table's rows, one templates/_entry_row.html each, made once for each row content."""
-        return Markup("".join(map(self._entry_row, rows)))
+        entries, fragments = self.catalog.entries, self.fragments
+        return Markup("".join(fragments.get(entries[i].row) or self._entry_row(self.row(i)) for i in rows))
 
     def _entry_row(self, row: EntryRow) -> str:
         html = self.fragments.get(row.digest)
@@ -716,7 +721,7 @@ class Renderer:
             path + "index.html",
             "list.html",
             recipe=ListingRecipe("ListPageContext", (page, heading, intro, self._row_digests(ids), tuple(hubs))),
-            make=lambda: ListPageContext(page, heading, intro, [self.row(i) for i in ids], hubs),
+            make=lambda: ListPageContext(page, heading, intro, Listed(ids), hubs),
         )
 
     def render_directory(self, kind: str) -> PageView:
@@ -770,7 +775,7 @@ class Renderer:
             recipe=ListingRecipe(
                 "FailuresContext", (page, tuple((c, name, self._row_digests(ids)) for c, name, ids in groups), total)
             ),
-            make=lambda: FailuresContext(page, [(c, n, [self.row(i) for i in ids]) for c, n, ids in groups], total),
+            make=lambda: FailuresContext(page, [(c, n, Listed(ids)) for c, n, ids in groups], total),
         )
 
     def render_search(self) -> PageView:

@@ -423,18 +423,28 @@ def sweep_folder(
 
     def sweep(prefix: str) -> bool:
         """Remove what keep does not name under the folder prefix; return whether it is left empty."""
-        path = os.path.join(root, prefix)
+        path = f"{root}/{prefix}"
         known = stamps.get(prefix)
         items: list[tuple[str, bool, os.DirEntry[str] | None]]
         same = known is not None and _stamp(path) == known
+        empty = True
+        untouched = same
         if same:
-            items = [(name, False, None) for name in files_in.get(prefix, ())]
-            items += [(name, True, None) for name in folders_in.get(prefix, ())]
+            # As listed: the files checked here, in one loop (a page's folder holds one file, and there are
+            # ten thousand), the folders below.
+            for name in files_in.get(prefix, ()):
+                relative = prefix + name
+                if relative in keep and _holds(path + name, None, keep[relative], settled):
+                    held.add(relative)
+                    empty = False
+                else:
+                    with suppress(FileNotFoundError):
+                        os.unlink(path + name)
+                    untouched = False
+            items = [(name, True, None) for name in folders_in.get(prefix, ())]
         else:
             with os.scandir(path) as found:
                 items = [(item.name, item.is_dir(follow_symlinks=False), item) for item in found]
-        empty = True
-        untouched = same
         for name, is_folder, item in items:
             relative = prefix + name
             if is_folder:
