@@ -305,7 +305,9 @@ def _write(
                 bundles = held.bundles if indexing.call is not None else {}
                 aside = clear_folders(stage, [name for name in WHOLE if not (bundles and name == SEARCH)], out_dir)
             stage_ready.give((stage, bundles))  # only now: the spare's old bundles are set aside
-            signing = _Beside(write_signature_index, stage, catalog, records)
+            # It ends long before the pages are written; the pages and the search index are what the build
+            # waits for, and on two cores three processes share them.
+            signing = _Beside(write_signature_index, stage, catalog, records, later=True)
             try:
                 if held is not None and store is not None:
                     # Only what this build writes too is kept: a page or file no longer made goes now.
@@ -441,8 +443,9 @@ class _Beside:
     runs another thread can copy a lock that thread held, and the render workers are forked.
     """
 
-    def __init__(self, call: Callable[..., Any] | None, *args: object) -> None:
+    def __init__(self, call: Callable[..., Any] | None, *args: object, later: bool = False) -> None:
         self.call, self.args = call, args
+        self.later = later  # whether the process yields the cores to the build's others: none waits on it
         self.outcome: tuple[Any, BaseException | None] = (None, None)
         self.process: Any = None
         if call is None:
@@ -464,6 +467,9 @@ class _Beside:
 
     def _run(self, writer: Any) -> None:
         die_with_parent()
+        if self.later:
+            with contextlib.suppress(OSError):
+                os.nice(10)
         collect_from_here()  # this process makes and drops documents and records
         value, error = self._call()
         try:

@@ -17,6 +17,7 @@ import jinja2
 import pytest
 import yaml
 
+from generator import build as build_module
 from generator import cache, load, markup, render, search, write
 from generator.build import THEME, _Beside, build, cache_folder, fewer_collections
 from generator.errors import ContentError
@@ -212,6 +213,20 @@ def test_an_entry_page_rendered_again_takes_its_code_and_markdown_as_made_before
     build(root, clean, search=False, theme=theme, cache=False)
     assert _tree(out) == _tree(clean)
     assert len(made) > 20
+
+
+def test_the_signature_index_is_written_at_a_lower_priority_than_the_pages(tmp_path: Path, monkeypatch) -> None:
+    root, theme = _project(tmp_path)
+    seen = tmp_path / "niceness.txt"  # written by the process that writes the index
+    real = build_module.write_signature_index
+
+    def noted(*args, **kwargs):
+        seen.write_text(str(os.nice(0)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(build_module, "write_signature_index", noted)
+    build(root, tmp_path / "site", search=False, theme=theme)
+    assert int(seen.read_text()) == min(19, os.nice(0) + 10)
 
 
 def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:
