@@ -199,8 +199,7 @@ def _build(
     if cache:
         renderer.kept_markup = (folder / "markup", package_digest().hex())
         # Before the search plan and the views: the entries whose pages are as the last build made them.
-        kept = read_kept(folder, NOTES, salt)
-        renderer.kept = unchanged_entries(catalog, kept if isinstance(kept, EntryNotes) else None)
+        renderer.kept = unchanged_entries(catalog, read_kept(folder, NOTES, salt, EntryNotes))
     # Keyed for the index this build writes, or the one `serve` writes after an update.
     plan = search_plan(renderer, catalog.site.language, keyed=cache and (search or update))
     in_place = update and cache and is_site(out_dir)  # `serve`'s, updated page by page
@@ -255,8 +254,7 @@ def _write(
     indexed = Indexed(0, 0)  # none by this build: a site updated in place is indexed by its caller
     folder = cache_folder(out_dir)
     store = PageCache(folder / "pages", salt) if cache else None
-    kept_rows = read_kept(folder, ROWS, salt) if store else {}
-    kept_rows = kept_rows if isinstance(kept_rows, dict) else {}
+    kept_rows: dict[str, str] = (read_kept(folder, ROWS, salt, dict) or {}) if store else {}
     renderer.fragments = dict(kept_rows)  # what the templates add to, compared with what was kept at the end
     records = KeptRecords(cache_folder(out_dir) / "records.pickle", package_digest()) if cache else None
     files: dict[str, str | bytes] = {
@@ -332,13 +330,7 @@ def _write(
             indexed = indexing.result() or Indexed(0, 0)
             signing.result()
             # Taken last: the next build into this folder reads none that is as it was now.
-            # A folder a file was written into, or a folder made in, has a new stamp.
-            for path in [*written, *files]:
-                cut = path.rfind("/")
-                while cut > 0:
-                    known.pop(path[: cut + 1], None)
-                    cut = path.rfind("/", 0, cut)
-            stamps = folder_stamps(stage, [*paths, *files], WHOLE, known) if store else {}
+            stamps = folder_stamps(stage, [*paths, *files], WHOLE, known, [*written, *files]) if store else {}
             write_record(folder, SITE, salt, None)  # the folder swapped in next is not the one recorded
         if spare is not None and spare.is_dir():
             write_record(folder, SPARE, salt, before)  # the site just replaced, kept as the spare

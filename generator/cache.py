@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -32,6 +32,7 @@ RENDERING = ("jinja2", "markupsafe", "markdown-it-py", "mdurl", "pygments", "pyd
 
 
 END = b"</html>\n"  # how every page ends
+T = TypeVar("T")
 
 
 class _Digester(pickle.Pickler):
@@ -192,14 +193,16 @@ ROWS = "rows.pickle"  # the HTML of each listing row the last build made, by the
 NOTES = "entries.pickle"  # what each entry page of the last build was made from, with its keys (render.EntryNotes)
 
 
-def read_kept(folder: Path, name: str, salt: str) -> Any:
-    """The value kept as name in the cache folder under salt; None if there is none, it is damaged or another salt's."""
+def read_kept(folder: Path, name: str, salt: str, kind: type[T]) -> T | None:
+    """The value of kind kept as name in the cache folder under salt; None if there is none, or not such a value."""
     try:
         with (folder / name).open("rb") as f:
             found = pickle.load(f)
     except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError, ImportError):
         return None
-    return found[1] if isinstance(found, tuple) and len(found) == 2 and found[0] == salt else None
+    if isinstance(found, tuple) and len(found) == 2 and found[0] == salt and isinstance(found[1], kind):
+        return found[1]
+    return None
 
 
 def write_kept(folder: Path, name: str, salt: str, value: object) -> None:

@@ -333,14 +333,24 @@ RACY_NS = 2_000_000_000
 
 
 def folder_stamps(
-    root: Path, paths: Iterable[str], skip: Iterable[str] = (), known: Mapping[str, Stamp] | None = None
+    root: Path,
+    paths: Iterable[str],
+    skip: Iterable[str] = (),
+    known: Mapping[str, Stamp] | None = None,
+    written: Iterable[str] = (),
 ) -> dict[str, Stamp | None]:
     """The stamp of every folder under root that holds one of paths (and their parents), but those skip names.
 
     A folder changed in the last RACY_NS by the file system's clock is given None: unknown. known gives
-    the stamps of folders found unchanged since they were taken, and untouched since: not taken again.
+    the stamps of folders found unchanged since they were taken: not taken again, but for the folders
+    that hold a path written since (or were made for one), whose stamps changed.
     """
-    known = known or {}
+    known = dict(known or {})
+    for path in written:
+        cut = path.rfind("/")
+        while cut > 0:
+            known.pop(path[: cut + 1], None)
+            cut = path.rfind("/", 0, cut)
     folders: set[str] = set()
     for path in paths:
         cut = path.rfind("/")
