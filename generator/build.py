@@ -18,27 +18,28 @@ from generator.cache import (
     ROWS,
     SITE,
     SPARE,
+    KeptDict,
     PageCache,
     Record,
     code_digest,
     kept_record,
     package_digest,
-    read_kept,
+    read_kept_dict,
     read_record,
-    write_kept,
+    write_kept_dict,
     write_record,
 )
 from generator.crawl import build_crawl_files
 from generator.diagnose.rules import browser_rules
 from generator.errors import BuildError, Problem, StrictModeError
-from generator.index import KeptRecords, write_signature_index
+from generator.index import KeptIndex, write_signature_index
 from generator.link import Catalog, link_catalog
 from generator.load import Memo, load_sources
 from generator.markup import pygments_css
 from generator.render import (
-    EntryNotes,
     Rendered,
     Renderer,
+    entry_context,
     entry_notes,
     example_files,
     page_views,
@@ -196,10 +197,12 @@ def _build(
     folder = cache_folder(out_dir)
     renderer = Renderer(catalog, theme / "templates", folder / "templates" if cache else None)
     salt = code_digest(theme / "templates", [catalog.site])
+    notes = KeptDict({}, 0, 0)
     if cache:
         renderer.kept_markup = (folder / "markup", package_digest().hex())
         # Before the search plan and the views: the entries whose pages are as the last build made them.
-        renderer.kept = unchanged_entries(catalog, read_kept(folder, NOTES, salt, EntryNotes))
+        notes = read_kept_dict(folder, NOTES, salt + entry_context(catalog))
+        renderer.kept = unchanged_entries(catalog, notes)
     # Keyed for the index this build writes, or the one `serve` writes after an update.
     plan = search_plan(renderer, catalog.site.language, keyed=cache and (search or update))
     in_place = update and cache and is_site(out_dir)  # `serve`'s, updated page by page
@@ -224,7 +227,9 @@ def _build(
         guide if cache else None,
     )
     try:
-        return _write(out_dir, catalog, renderer, plan, indexing, stage_ready, salt, theme, cache, jobs, in_place, keep)
+        return _write(
+            out_dir, catalog, renderer, plan, indexing, stage_ready, salt, notes, theme, cache, jobs, in_place, keep
+        )
     except BaseException:
         stage_ready.close()
         indexing.abandon()
@@ -239,6 +244,7 @@ def _write(
     indexing: _Beside,
     stage_ready: _Later,
     salt: str,
+    notes: KeptDict,
     theme: Path,
     cache: bool,
     jobs: int | None,
@@ -254,9 +260,9 @@ def _write(
     indexed = Indexed(0, 0)  # none by this build: a site updated in place is indexed by its caller
     folder = cache_folder(out_dir)
     store = PageCache(folder / "pages", salt) if cache else None
-    kept_rows: dict[str, str] = (read_kept(folder, ROWS, salt, dict) or {}) if store else {}
+    kept_rows = read_kept_dict(folder, ROWS, salt) if store else KeptDict({}, 0, 0)
     renderer.fragments = dict(kept_rows)  # what the templates add to, compared with what was kept at the end
-    records = KeptRecords(cache_folder(out_dir) / "records.pickle", package_digest()) if cache else None
+    kept_index = KeptIndex(folder / "index", package_digest()) if cache else None
     files: dict[str, str | bytes] = {
         **build_crawl_files(catalog, [view.path for view in views]),
         **example_files(catalog),
@@ -271,7 +277,7 @@ def _write(
         held = read_record(folder, SITE, salt)
         copy_static(theme / "static", out_dir)
         write_files(out_dir, files, atomic=True)
-        write_signature_index(out_dir, catalog, records, atomic=True)
+        write_signature_index(out_dir, catalog, kept_index)
         fresh = render_views(
             renderer, views, store, jobs or cores(), rendered.append, written=held.pages if held else {}
         )
@@ -305,7 +311,7 @@ def _write(
             stage_ready.give((stage, bundles))  # only now: the spare's old bundles are set aside
             # It ends long before the pages are written; the pages and the search index are what the build
             # waits for, and on two cores three processes share them.
-            signing = _Beside(write_signature_index, stage, catalog, records, later=True)
+            signing = _Beside(write_signature_index, stage, catalog, kept_index, later=True)
             try:
                 if held is not None and store is not None:
                     # Only what this build writes too is kept: a page or file no longer made goes now.
@@ -341,9 +347,8 @@ def _write(
         pages_now = {page: key for page, key in keys.items() if page not in skipped}
         write_record(folder, SITE, salt, Record(pages_now, frozenset(files), stamps, indexed.bundles))
         store.prune()
-        if (rows := renderer.row_fragments()) != kept_rows:
-            write_kept(folder, ROWS, salt, rows)
-        write_kept(folder, NOTES, salt, entry_notes(catalog, keys, plan.keys))
+        write_kept_dict(folder, ROWS, salt, renderer.row_fragments(), kept_rows)
+        write_kept_dict(folder, NOTES, salt + entry_context(catalog), entry_notes(catalog, keys, plan.keys), notes)
         prune_markup(folder / "markup", catalog.entries)
     else:
         # What the folder now holds is not what the cache last recorded.

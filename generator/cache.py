@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -32,7 +32,6 @@ RENDERING = ("jinja2", "markupsafe", "markdown-it-py", "mdurl", "pygments", "pyd
 
 
 END = b"</html>\n"  # how every page ends
-T = TypeVar("T")
 
 
 class _Digester(pickle.Pickler):
@@ -190,26 +189,58 @@ def forget_pages(folder: Path, pages: Iterable[str]) -> None:
 
 
 ROWS = "rows.pickle"  # the HTML of each listing row the last build made, by the row's digest
-NOTES = "entries.pickle"  # what each entry page of the last build was made from, with its keys (render.EntryNotes)
+NOTES = "entries.pickle"  # what each entry page of the last build was made from, with its keys (render.EntryNote)
 
 
-def read_kept(folder: Path, name: str, salt: str, kind: type[T]) -> T | None:
-    """The value of kind kept as name in the cache folder under salt; None if there is none, or not such a value."""
+class KeptDict(dict[str, Any]):
+    """A dict as read back from a file of the cache folder: written whole once, then each build's changes appended.
+
+    A build that changed one entry appends that entry's values, not ten thousand; once the appended
+    changes outgrow a quarter of the whole, the next save writes it whole again.
+    """
+
+    def __init__(self, values: dict[str, Any], whole: int, appended: int) -> None:
+        super().__init__(values)
+        self.whole, self.appended = whole, appended  # bytes of the file: the whole, and the changes after it
+
+
+def read_kept_dict(folder: Path, name: str, salt: str) -> KeptDict:
+    """The dict kept as name in the cache folder under salt, its appended changes applied; empty if none or damaged."""
     try:
         with (folder / name).open("rb") as f:
             found = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError, ImportError):
-        return None
-    if isinstance(found, tuple) and len(found) == 2 and found[0] == salt and isinstance(found[1], kind):
-        return found[1]
-    return None
+            if not (isinstance(found, tuple) and len(found) == 2 and found[0] == salt and isinstance(found[1], dict)):
+                return KeptDict({}, 0, 0)
+            values, whole = found[1], f.tell()
+            try:
+                while f.peek(1):
+                    changed, removed = pickle.load(f)
+                    values.update(changed)
+                    for key in removed:
+                        values.pop(key, None)
+            except Exception:  # noqa: BLE001 - a torn tail: what came before it stands, and the next save is whole
+                return KeptDict(values, whole, whole)
+            return KeptDict(values, whole, f.tell() - whole)
+    except Exception:  # noqa: BLE001 - a missing or damaged file, however it fails to read, holds nothing
+        return KeptDict({}, 0, 0)
 
 
-def write_kept(folder: Path, name: str, salt: str, value: object) -> None:
-    """Keep value as name in the cache folder under salt; a file that cannot be written costs time only."""
+def write_kept_dict(folder: Path, name: str, salt: str, values: dict[str, Any], kept: KeptDict) -> None:
+    """Keep values as name in the cache folder: their changes since kept was read, appended; failing costs time only."""
+    changed = {k: value for k, value in values.items() if (old := kept.get(k, _NONE)) is not value and old != value}
+    removed = [key for key in kept if key not in values]
+    if not changed and not removed:
+        return
     with contextlib.suppress(OSError):
+        if kept.whole and kept.appended <= kept.whole // 4:
+            with (folder / name).open("ab", buffering=0) as f:
+                f.write(pickle.dumps((changed, removed), protocol=pickle.HIGHEST_PROTOCOL))  # one write: whole or torn
+            return
         folder.mkdir(parents=True, exist_ok=True)
-        replace_file(folder / name, pickle.dumps((salt, value), protocol=pickle.HIGHEST_PROTOCOL))
+        replace_file(folder / name, pickle.dumps((salt, values), protocol=pickle.HIGHEST_PROTOCOL))
+
+
+_NONE = object()
 
 
 SETTLED = "settled"  # in the page cache's folder: the file system's time when the last build ended, in ns

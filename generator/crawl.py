@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
+from html import escape as _escape
 
 from generator.contract import entry_path
 from generator.link import Catalog
 
 FEED_ENTRIES = 50
+
+
+def escape(text: str) -> str:
+    """Text with &, < and > escaped: XML's character data, and double-quoted attribute values without quotes (URLs)."""
+    return _escape(text, quote=False)
 
 
 def build_crawl_files(catalog: Catalog, pages: list[str]) -> dict[str, str]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
+import errno
+import io
 import json
+import os
 import pickle
-from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,17 +24,16 @@ from generator.contract import (
     entry_path,
 )
 from generator.link import Catalog
+from generator.load import file_status
 from generator.patterns import required_literal
 from generator.schema import Entry, entry_json_schema, hub_json_schema
-from generator.validate import EntryCard
-from generator.write import replace_file, write_pieces
+from generator.write import partial_file, replace_file, write_files
 
 __all__ = [
     "API_DIR",
-    "KeptRecords",
+    "KeptIndex",
     "build_signature_index",
     "json_schemas",
-    "signature_index",
     "write_signature_index",
 ]
 
@@ -112,112 +114,157 @@ SIGNATURES = f"{API_DIR}/signatures.jsonl"
 
 def build_signature_index(catalog: Catalog) -> dict[str, str]:
     """Return the files of api/v1/ (path to text): entries.json, signatures.jsonl and the schemas."""
-    files: dict[str, list[bytes]] = {}
-    for path, data in signature_index(catalog):
-        files.setdefault(path, []).append(data)
-    return {path: b"".join(parts).decode("utf-8") for path, parts in files.items()}
+    entries, lines = io.BytesIO(), io.BytesIO()
+    _write_index(entries, lines, catalog, None, {})
+    files = {ENTRIES: entries.getvalue(), SIGNATURES: lines.getvalue(), **_schema_files()}
+    return {path: data.decode("utf-8") for path, data in files.items()}
 
 
-class KeptRecords:
-    """Each entry's index text from the last build, by a digest of all it is made from, kept in one file.
+# What the index files are kept as beside the cache, and the note of where each entry's records lie in them.
+KEPT_FILES = {ENTRIES: "entries.json", SIGNATURES: "signatures.jsonl"}
+KEPT_NOTE = "index.pickle"
+_HEAD, _NEXT = b"\n    ", b",\n    "  # what comes before an item of entries.json: the first, and any other
+
+
+class KeptIndex:
+    """The index files the last build wrote, linked into a folder beside the cache, and each entry's place in them.
 
     An entry's records read only the entry, the site's address and its related entries; a build that
-    changed one entry makes one entry's records and reads the rest back. The file is read in the process
-    that writes the index, on first use.
-
-    Kept as the bytes written, not compressed: at 10,000 entries, decompressing and encoding them again
-    cost four times more than reading the larger file. A build that changed a few entries appends their
-    records (and the keys no longer used) to the file, rather than writing sixty megabytes again; once
-    the appended changes outgrow a quarter of the whole, the next save writes it whole.
+    changed one entry makes that entry's records and copies every other entry's bytes from the last
+    build's files, in the kernel (os.copy_file_range), without reading them. A kept file is taken only
+    while its status is as noted when it was linked: one written over in place since is not read.
     """
 
-    def __init__(self, file: Path | None, salt: bytes) -> None:
-        self.file, self.salt = file, salt
-        self.used: dict[bytes, tuple[bytes, bytes]] = {}
-        self._kept: dict[bytes, tuple[bytes, bytes]] | None = None
-        self._whole = True  # whether the next save writes the whole file rather than appending its changes
+    def __init__(self, folder: Path | None, salt: bytes) -> None:
+        self.folder, self.salt = folder, salt
 
-    @property
-    def kept(self) -> dict[bytes, tuple[bytes, bytes]]:
-        """The records kept by the last build, by key."""
-        if self._kept is None:
-            self._kept = self._read()
-        return self._kept
-
-    def _read(self) -> dict[bytes, tuple[bytes, bytes]]:
-        kept: dict[bytes, tuple[bytes, bytes]] = {}
-        if self.file is None:
-            return kept
+    def _note(self) -> _IndexNote | None:
+        if self.folder is None:
+            return None
         try:
-            with self.file.open("rb") as f:
-                found = pickle.load(f)
-                if not (isinstance(found, tuple) and len(found) == 2 and found[0] == self.salt):
-                    return kept  # another generator's: every entry's records are made afresh
-                kept = found[1]
-                whole = f.tell()
-                self._whole = False
-                while f.peek(1):
-                    added, dropped = pickle.load(f)
-                    kept.update(added)
-                    for key in dropped:
-                        kept.pop(key, None)
-                self._whole = f.tell() - whole > whole // 4
-        except Exception:  # noqa: BLE001 - a missing or damaged file, however it fails to read, is as far as it reads
-            self._whole = True
-        return kept
+            with (self.folder / KEPT_NOTE).open("rb") as f:
+                note = pickle.load(f)
+        except Exception:  # noqa: BLE001 - a missing or damaged note, however it fails to read, is no note
+            return None
+        return note if isinstance(note, _IndexNote) and note.salt == self.salt else None
 
-    def records(self, card: EntryCard, catalog: Catalog) -> tuple[bytes, bytes]:
-        """An entry's (signature lines, entries.json item) as UTF-8: read back when kept, else made and kept."""
-        made_from = [card.digest, catalog.site.base_url, *catalog.related.get(card.id, [])]
-        key = hashlib.sha256("\0".join(made_from).encode()).digest()
-        found = self.kept.get(key)
-        if found is None:
-            found = _records(card.entry(), catalog)
-        self.used[key] = found
-        return found
+    def sources(self, base_url: str) -> tuple[_IndexNote | None, dict[str, BinaryIO]]:
+        """The note of the last build's files and those files opened, when they are as noted and for this address."""
+        note = self._note()
+        opened: dict[str, BinaryIO] = {}
+        if note is None or note.base_url != base_url or self.folder is None:
+            return None, opened
+        try:
+            for path, name in KEPT_FILES.items():
+                opened[path] = (self.folder / name).open("rb")
+                if file_status(opened[path].fileno()) != note.statuses.get(path):
+                    raise OSError(f"{name} changed since it was kept")
+        except OSError:
+            for f in opened.values():
+                f.close()
+            return None, {}
+        return note, opened
 
-    def _write_whole(self, f: BinaryIO) -> None:
-        pickle.dump((self.salt, self.used), f, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def save(self) -> None:
-        """Keep the records this build used, and only those; a cache that cannot be written costs time only."""
-        if self.file is None:
+    def keep(self, root: Path, note: _IndexNote) -> None:
+        """Link the files just written under root into the folder and note them; a cache that cannot costs time."""
+        if self.folder is None:
             return
-        kept = self.kept
-        added = {key: found for key, found in self.used.items() if key not in kept}
-        dropped = [key for key in kept if key not in self.used]
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            if self._whole:
-                # Streamed: at 10,000 entries the records are sixty megabytes, not to be held twice.
-                replace_file(self.file, self._write_whole)
-            elif added or dropped:
-                with self.file.open("ab", buffering=0) as f:
-                    f.write(pickle.dumps((added, dropped), pickle.HIGHEST_PROTOCOL))  # in one write: never interleaved
+            self.folder.mkdir(parents=True, exist_ok=True)
+            (self.folder / KEPT_NOTE).unlink(missing_ok=True)  # no note, until the files it describes are kept
+            statuses = {}
+            for path, name in KEPT_FILES.items():
+                partial = partial_file(self.folder / name)
+                partial.unlink(missing_ok=True)
+                os.link(root / path, partial)
+                os.replace(partial, self.folder / name)
+                statuses[path] = file_status(self.folder / name)  # now: a link, and a move, change its time
+            replace_file(self.folder / KEPT_NOTE, pickle.dumps(dataclasses.replace(note, statuses=statuses)))
         except OSError:
             pass
 
 
-def signature_index(catalog: Catalog, kept: KeptRecords | None = None) -> Iterator[tuple[str, bytes]]:
-    """The files of api/v1/ as (path, UTF-8) pieces, to be written one after another, entry by entry.
+# Where an entry's records lie in the index files, with what they were made from: the card's digest, the
+# related ids, and the (offset, length) of its signature lines and of its item of entries.json.
+_Place = tuple[str, tuple[str, ...], tuple[int, int], tuple[int, int]]
 
-    Each entry's records are checked against the contract and given out before the next entry is read,
-    so a large site's index is never held whole, as models or as text. Given kept, the records of an
-    entry unchanged since the build that kept them are read back instead of made.
-    """
-    head = _dump(EntriesIndex(schema_version=INDEX_VERSION, site=catalog.site.base_url, entries=[]).model_dump())
-    before, after = head.split('"entries": []', 1)
-    yield ENTRIES, (before + '"entries": [').encode()
-    first = True
-    yield SIGNATURES, b""
-    for card in catalog.entries.values():
-        lines, item = kept.records(card, catalog) if kept else _records(card.entry(), catalog)
-        yield SIGNATURES, lines
-        yield ENTRIES, (b"\n    " if first else b",\n    ") + item
-        first = False
-    yield ENTRIES, (("]" if first else "\n  ]") + after).encode()
-    for name, schema in json_schemas().items():
-        yield f"{API_DIR}/schema/{name}", _dump(schema).encode()
+
+@dataclass(frozen=True)
+class _IndexNote:
+    """Where each entry's records lie in the index files a build wrote, by entry id with what they were made from."""
+
+    salt: bytes
+    base_url: str
+    places: dict[str, _Place]  # by entry id
+    first: int  # the offset of the first item of entries.json: the only one not after a comma
+    schemas: dict[str, bytes]  # the published JSON Schemas, by path: made from the code alone
+    statuses: dict[str, tuple[int, ...]] = field(default_factory=dict)  # of the kept files, by path
+
+
+class _Composer:
+    """A file written from bytes and from ranges of another file, contiguous ranges copied in one call."""
+
+    def __init__(self, target: BinaryIO, source: BinaryIO | None) -> None:
+        self.target, self.source = target, source
+        self.written = 0  # bytes given so far: the offset of the next piece
+        self._bytes: list[bytes] = []
+        self._range: tuple[int, int] | None = None  # the pending range of the source: offset, length
+
+    def add(self, data: bytes) -> None:
+        self._flush_range()
+        self._bytes.append(data)
+        self.written += len(data)
+
+    def copy(self, offset: int, length: int) -> None:
+        if self._range is not None and self._range[0] + self._range[1] == offset:
+            self._range = (self._range[0], self._range[1] + length)
+        else:
+            self._flush_range()
+            self._range = (offset, length)
+        self.written += length
+
+    def close(self) -> None:
+        self._flush_range()
+        self._flush_bytes()
+
+    def _flush_bytes(self) -> None:
+        if self._bytes:
+            self.target.write(b"".join(self._bytes))
+            self._bytes = []
+
+    def _flush_range(self) -> None:
+        if self._range is None:
+            return
+        self._flush_bytes()
+        self.target.flush()
+        assert self.source is not None
+        _copy_range(self.source.fileno(), self.target.fileno(), *self._range)
+        self._range = None
+
+
+def _copy_range(source: int, target: int, offset: int, length: int) -> None:
+    """Append length bytes of source from offset to target: in the kernel where the file system allows."""
+    end = offset + length
+    try:
+        while offset < end:
+            copied = os.copy_file_range(source, target, end - offset, offset)
+            if copied == 0:
+                raise _SourceChanged
+            offset += copied
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+    while offset < end:  # a file system, or kernel, that copies no range between files
+        chunk = os.pread(source, min(end - offset, 1 << 20), offset)
+        if not chunk:
+            raise _SourceChanged
+        os.write(target, chunk)
+        offset += len(chunk)
+
+
+class _SourceChanged(Exception):
+    """A kept file ended short of a range its note gave: it changed under the build, so is not to be read."""
 
 
 def _records(entry: Entry, catalog: Catalog) -> tuple[bytes, bytes]:
@@ -248,11 +295,79 @@ def _records(entry: Entry, catalog: Catalog) -> tuple[bytes, bytes]:
     return lines.encode(), _dump(item.model_dump()).rstrip("\n").replace("\n", "\n    ").encode()
 
 
-def write_signature_index(root: Path, catalog: Catalog, kept: KeptRecords | None, *, atomic: bool = False) -> None:
-    """Write the files of api/v1/ under root, and keep each entry's records for the next build."""
-    write_pieces(root, signature_index(catalog, kept), atomic=atomic)
+def write_signature_index(root: Path, catalog: Catalog, kept: KeptIndex | None) -> None:
+    """Write the files of api/v1/ under root; with kept, copy unchanged entries' records from the last build's files.
+
+    Each file is written beside its place and then moved there, whole: a new file, never the kept one.
+    """
+    note, sources = kept.sources(catalog.site.base_url) if kept else (None, {})
+    targets = {path: root / path for path in KEPT_FILES}
+    partials = {path: partial_file(target) for path, target in targets.items()}
+    targets[ENTRIES].parent.mkdir(parents=True, exist_ok=True)
+    try:
+        try:
+            with partials[ENTRIES].open("wb") as e, partials[SIGNATURES].open("wb") as s:
+                places, first = _write_index(e, s, catalog, note, sources)
+        except _SourceChanged:
+            note = None
+            with partials[ENTRIES].open("wb") as e, partials[SIGNATURES].open("wb") as s:
+                places, first = _write_index(e, s, catalog, None, {})
+        for path, target in targets.items():
+            os.replace(partials[path], target)
+    finally:
+        for f in sources.values():
+            f.close()
+        for partial in partials.values():
+            partial.unlink(missing_ok=True)
+    schemas = note.schemas if note is not None else _schema_files()
+    write_files(root, dict(schemas), atomic=True)
     if kept:
-        kept.save()
+        kept.keep(root, _IndexNote(kept.salt, catalog.site.base_url, places, first, schemas))
+
+
+def _write_index(
+    entries_file: BinaryIO,
+    lines_file: BinaryIO,
+    catalog: Catalog,
+    note: _IndexNote | None,
+    sources: dict[str, BinaryIO],
+) -> tuple[dict[str, _Place], int]:
+    """Write entries.json and signatures.jsonl entry by entry, copied where note has the entry as it is, else made.
+
+    Each entry's records are checked against the contract and written before the next entry is read, so
+    a large site's index is never held whole, as models or as text. Return each entry's place in the
+    files, and where the first item of entries.json begins.
+    """
+    places: dict[str, _Place] = {}
+    head = _dump(EntriesIndex(schema_version=INDEX_VERSION, site=catalog.site.base_url, entries=[]).model_dump())
+    before, after = head.split('"entries": []', 1)
+    opening = (before + '"entries": [').encode()
+    known = note.places if note is not None else {}
+    entries, lines = _Composer(entries_file, sources.get(ENTRIES)), _Composer(lines_file, sources.get(SIGNATURES))
+    entries.add(opening)
+    for card in catalog.entries.values():
+        related = tuple(catalog.related.get(card.id, ()))
+        place = known.get(card.id)
+        sep = _NEXT if places else _HEAD
+        at, start = lines.written, entries.written + len(sep)
+        if note is not None and place is not None and place[0] == card.digest and place[1] == related:
+            (line_at, line_length), (item_at, item_length) = place[2], place[3]
+            lines.copy(line_at, line_length)
+            if sep == _NEXT and item_at != note.first:  # the kept item has this very comma before it
+                entries.copy(item_at - len(_NEXT), len(_NEXT) + item_length)
+            else:
+                entries.add(sep)
+                entries.copy(item_at, item_length)
+        else:
+            made_lines, item = _records(card.entry(), catalog)
+            line_length, item_length = len(made_lines), len(item)
+            lines.add(made_lines)
+            entries.add(sep + item)
+        places[card.id] = (card.digest, related, (at, line_length), (start, item_length))
+    entries.add((b"\n  ]" if places else b"]") + after.encode())
+    entries.close()
+    lines.close()
+    return places, len(opening) + len(_HEAD)
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
@@ -262,6 +377,11 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         "entry.schema.json": entry_json_schema(),
         "hub.schema.json": hub_json_schema(),
     }
+
+
+def _schema_files() -> dict[str, bytes]:
+    """The published JSON Schemas' files, by path under the site."""
+    return {f"{API_DIR}/schema/{name}": _dump(schema).encode() for name, schema in json_schemas().items()}
 
 
 def _dump(data: Any) -> str:

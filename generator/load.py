@@ -294,8 +294,8 @@ class Memo:
             self._whole = True
 
 
-def file_status(path: str | os.PathLike[str]) -> tuple[int, ...]:
-    """A file's status as the memo records it: times, size, inode and device; OSError if it cannot be read."""
+def file_status(path: int | str | os.PathLike[str]) -> tuple[int, ...]:
+    """A file's or open descriptor's status as the memo records it: times, size, inode, device; OSError if unread."""
     return _status(os.stat(path))
 
 

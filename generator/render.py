@@ -38,7 +38,7 @@ from generator.markup import (
 )
 from generator.schema import Entry, Hub
 from generator.taxonomy import CATEGORIES, SYSTEMS
-from generator.validate import EntryCard, HubCard, collect_from_here, plain_digest
+from generator.validate import EntryCard, collect_from_here, plain_digest
 from generator.write import replace_file
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
@@ -177,6 +177,11 @@ class HubRow:
     silent: bool
     indicates: str
     tell_apart: str | None
+
+
+# A hub row's values as HubRow holds them, its entry's (id, title, severity) first; a group's as HubGroupView.
+HubRowValues = tuple[str, str, str, list[str], bool, str, str | None]
+HubLayout = tuple[str, str, str | None, list[HubRowValues]]
 
 
 @dataclass(frozen=True)
@@ -468,6 +473,7 @@ class Renderer:
         self._by_title: dict[str, Shelf] = {}
         self._rows: dict[str, EntryRow] = {}
         self._hubs: dict[str, PageView] = {}  # made once: for the search plan first, then with every page
+        self._hub_layouts: dict[str, list[HubLayout]] = {}
         self._tag_titles = {tag: info.title for tag, info in catalog.tags.items()}
         self._facets: dict[str, Facets] = {}
         self._order: dict[str, tuple[int, str]] = {}  # each entry's place in a listing, made once
@@ -675,15 +681,7 @@ class Renderer:
 
     def _make_hub(self, hub: Hub) -> PageView:
         path = f"hubs/{hub.id}/"
-        rows = self.catalog.hub_rows.get(hub.id, [])
-        groups = []
-        if hub.groups:
-            for group in hub.groups:
-                members = [self._hub_row(eid, ref) for eid, ref in rows if ref.group == group.id]
-                if members:
-                    groups.append(HubGroupView(group.id, group.title, group.description, members))
-        else:
-            groups.append(HubGroupView("all", "", None, [self._hub_row(eid, ref) for eid, ref in rows]))
+        layout = self.hub_layout(hub)
         page = self._page(
             path,
             hub.title,
@@ -691,22 +689,39 @@ class Renderer:
             [("Hubs", "hubs/"), (hub.title, path)],
             jsonld=[jsonld.hub_article(hub, self.site, path)],
         )
-        context = HubPageContext(
-            page,
-            hub,
-            groups,
-            self._edit_url(self.catalog.hub_paths[hub.id]),
-            sorted(((h.id, h.title) for h in self.catalog.hubs.values()), key=lambda item: item[1].lower()),
-        )
-        # Plain data, the hub as its JSON: thousands of rows are digested as dataclasses, at C speed.
-        recipe = ListingRecipe("HubPageContext", (hub.model_dump_json(), page, groups, context.edit_url, context.hubs))
-        return PageView(path + "index.html", "hub.html", context, recipe=recipe)
+        edit_url = self._edit_url(self.catalog.hub_paths[hub.id])
+        hubs = sorted(((h.id, h.title) for h in self.catalog.hubs.values()), key=lambda item: item[1].lower())
 
-    def _hub_row(self, entry_id: str, ref: HubCard) -> HubRow:
-        entry = self.catalog.entries[entry_id]
-        errors = [s.pattern for s in entry.signatures if not s.search_key][:2]
-        name = EntryName(entry.id, entry.title, entry.severity)
-        return HubRow(name, errors, not entry.signatures, ref.indicates, ref.tell_apart)
+        def make() -> HubPageContext:
+            groups = [
+                HubGroupView(group, title, description, [HubRow(EntryName(*row[:3]), *row[3:]) for row in rows])
+                for group, title, description, rows in layout
+            ]
+            return HubPageContext(page, hub, groups, edit_url, hubs)
+
+        # Plain data, the hub as its JSON and its rows as tuples: thousands of rows are digested at C speed.
+        recipe = ListingRecipe("HubPageContext", (hub.model_dump_json(), page, layout, edit_url, hubs))
+        return PageView(path + "index.html", "hub.html", recipe=recipe, make=make)
+
+    def hub_layout(self, hub: Hub) -> list[HubLayout]:
+        """A hub's groups with their rows, as plain data: the fields of HubGroupView, and of HubRow as a tuple."""
+        layout = self._hub_layouts.get(hub.id)
+        if layout is not None:
+            return layout
+        rows = self.catalog.hub_rows.get(hub.id, [])
+        entries = self.catalog.entries
+        made: dict[str, list[HubRowValues]] = {}
+        for entry_id, ref in rows:
+            entry = entries[entry_id]
+            errors = [s.pattern for s in entry.signatures if not s.search_key][:2]
+            row = (entry.id, entry.title, entry.severity, errors, not entry.signatures, ref.indicates, ref.tell_apart)
+            made.setdefault((ref.group or "all") if hub.groups else "all", []).append(row)
+        if hub.groups:
+            layout = [(g.id, g.title, g.description, made[g.id]) for g in hub.groups if g.id in made]
+        else:
+            layout = [("all", "", None, made.get("all", []))]
+        self._hub_layouts[hub.id] = layout
+        return layout
 
     def render_list(self, kind: str, key: str) -> PageView:
         """Render a tag, category or system page."""
@@ -907,22 +922,17 @@ def example_files(catalog: Catalog) -> dict[str, bytes]:
 EntryNote = tuple[str, str, str, str, tuple[str, ...], tuple[str, ...], str, str]
 
 
-@dataclass(frozen=True)
-class EntryNotes:
-    """A build's note of every entry, and a digest of what all entry pages read besides entries (entry_context)."""
-
-    context: str
-    notes: dict[str, EntryNote]
-
-
 def entry_context(catalog: Catalog) -> str:
-    """A digest of what an entry page reads besides entries and the site's configuration: tag and hub titles."""
+    """A digest of what an entry page reads besides entries and the site's configuration: tag and hub titles.
+
+    The notes of a build are kept under it: notes taken with other titles are not read.
+    """
     tags = sorted((tag, info.title) for tag, info in catalog.tags.items())
     return plain_digest((tags, sorted((hub.id, hub.title) for hub in catalog.hubs.values())))
 
 
-def entry_notes(catalog: Catalog, page_keys: Mapping[str, str], search_keys: Mapping[str, str]) -> EntryNotes:
-    """The notes of a catalog's entries, given their pages' keys and search documents' keys by page path."""
+def entry_notes(catalog: Catalog, page_keys: Mapping[str, str], search_keys: Mapping[str, str]) -> dict[str, EntryNote]:
+    """The notes of a catalog's entries by id, given their pages' keys and search documents' keys by page path."""
     notes: dict[str, EntryNote] = {}
     related, backlinks = catalog.related, catalog.backlinks
     for i, e in catalog.entries.items():
@@ -937,21 +947,21 @@ def entry_notes(catalog: Catalog, page_keys: Mapping[str, str], search_keys: Map
             page_keys[page],
             search_keys.get(page, ""),
         )
-    return EntryNotes(entry_context(catalog), notes)
+    return notes
 
 
-def unchanged_entries(catalog: Catalog, kept: EntryNotes | None) -> dict[str, tuple[str, str]]:
-    """The kept page and search keys of every entry whose page reads what it read when kept was noted.
+def unchanged_entries(catalog: Catalog, notes: Mapping[str, EntryNote]) -> dict[str, tuple[str, str]]:
+    """The noted page and search keys of every entry whose page reads what it read when noted.
 
-    An entry page's recipe (render_entry) reads its card, its file's path, the tag and hub titles, the
-    cards of its related entries and backlinks, and its window on its category's entries by title. A
+    An entry page's recipe (render_entry) reads its card, its file's path, the tag and hub titles (the
+    notes are kept under them: entry_context), the cards of its related entries and backlinks, and its
+    window on its category's entries by title. A
     page is taken as it was only where all of those are: an entry added or removed (which moves the
     windows and rankings) takes none; a title or category changed takes none of the categories it was
     and is in; a changed card takes the pages that list it as related or as a backlink.
     """
-    if kept is None or kept.notes.keys() != catalog.entries.keys() or kept.context != entry_context(catalog):
+    if notes.keys() != catalog.entries.keys():
         return {}
-    notes = kept.notes
     changed: set[str] = set()
     shelves: set[str] = set()
     for i, e in catalog.entries.items():

@@ -41,8 +41,8 @@ from generator.cache import package_digest
 from generator.errors import BuildError
 from generator.load import content_files, file_status
 from generator.markup import markdown_text
-from generator.render import EntryPageContext, Facets, HubPageContext, PageView, Renderer, entry_facets
-from generator.schema import Entry
+from generator.render import EntryPageContext, Facets, HubLayout, HubPageContext, PageView, Renderer, entry_facets
+from generator.schema import Entry, Hub
 from generator.taxonomy import SYSTEMS
 from generator.validate import EntryCard, plain_digest, read_and_check
 from generator.write import exchange, link_tree, replace_file
@@ -132,7 +132,8 @@ def search_plan(renderer: Renderer, language: str, keyed: bool = True) -> Search
             return known[1] if known and known[1] else _entry_key(e.digest, renderer.facets(e))
 
         keys = {renderer.entry_page(e.id): key(e) for e in catalog.entries.values()}
-        keys.update((view.path, _hub_key(view.context)) for view in hubs)
+        pairs = zip(hubs, catalog.hubs.values(), strict=True)
+        keys.update((view.path, _hub_key(hub, renderer.hub_layout(hub))) for view, hub in pairs)
     return SearchPlan(sorted(pages, key=lambda page: page.path), keys, language)
 
 
@@ -145,10 +146,11 @@ def _entry_key(entry_digest: str, facets: Facets) -> str:
     return plain_digest(("entry", entry_digest, facets.category_name, facets.systems, facets.tags))
 
 
-def _hub_key(ctx: HubPageContext) -> str:
-    """A digest of what a hub's search document is made from (see _hub_document)."""
-    rows = [(r.entry.title, r.errors, r.indicates, r.tell_apart) for g in ctx.groups for r in g.rows]
-    return plain_digest(("hub", ctx.hub.model_dump_json(), [(g.title, g.description) for g in ctx.groups], rows))
+def _hub_key(hub: Hub, layout: list[HubLayout]) -> str:
+    """A digest of what a hub's search document is made from (see _hub_document): the hub and its rows' texts."""
+    # The rows' title, errors, indicates and tell-apart, as HubRowValues holds them.
+    rows = [(row[1], row[3], row[5], row[6]) for _, _, _, group in layout for row in group]
+    return plain_digest(("hub", hub.model_dump_json(), [(title, about) for _, title, about, _ in layout], rows))
 
 
 class _Paged(Protocol):

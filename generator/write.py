@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import BinaryIO
 
 from generator.errors import BuildError
 
@@ -30,25 +30,6 @@ def write_files(root: Path, files: dict[str, str | bytes], *, atomic: bool = Fal
         target.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8") if isinstance(content, str) else content
         _write(target, data, atomic)
-
-
-def write_pieces(root: Path, pieces: Iterable[tuple[str, bytes]], *, atomic: bool = False) -> None:
-    """Write (path, bytes) pieces under root, each appended to its file, so no file is held whole."""
-    opened: dict[str, tuple[Path, IO[bytes]]] = {}
-    try:
-        for relative, data in pieces:
-            if relative not in opened:
-                target = root / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                partial = _partial(target) if atomic else target
-                opened[relative] = (target, partial.open("wb"))
-            opened[relative][1].write(data)
-    finally:
-        for _target, handle in opened.values():
-            handle.close()
-    if atomic:
-        for target, handle in opened.values():
-            os.replace(handle.name, target)
 
 
 def write_pages(root: Path, pages: Iterable[tuple[str, bytes | Path]], *, atomic: bool = False) -> None:
@@ -73,7 +54,7 @@ def write_pages(root: Path, pages: Iterable[tuple[str, bytes | Path]], *, atomic
 
 def replace_file(target: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
     """Write target (data, or what data writes to a file) whole or not at all: readers see the old file or the new."""
-    partial = _partial(target)
+    partial = partial_file(target)
     try:
         with partial.open("wb") as f:
             if isinstance(data, bytes):
@@ -86,8 +67,9 @@ def replace_file(target: Path, data: bytes | Callable[[BinaryIO], object]) -> No
         raise
 
 
-def _partial(target: Path) -> Path:
-    # Beside the target, and named for this process and thread: serve writes from two threads.
+def partial_file(target: Path) -> Path:
+    """Where target is written before it replaces the file there: beside it, named for this process and thread."""
+    # Named for the thread too: serve writes from two threads.
     return target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.part")
 
 
@@ -102,7 +84,7 @@ def _link(source: Path, target: Path, atomic: bool) -> None:
     if not atomic:
         link_file(source, target)
         return
-    partial = _partial(target)
+    partial = partial_file(target)
     partial.unlink(missing_ok=True)
     link_file(source, partial)
     os.replace(partial, target)

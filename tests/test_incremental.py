@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from generator import build as build_module
-from generator import cache, load, markup, render, search, write
+from generator import cache, index, load, markup, render, search, write
 from generator.build import THEME, _Beside, build, cache_folder, fewer_collections
 from generator.errors import ContentError
 from generator.load import Memo
@@ -140,7 +140,7 @@ def test_the_keys_a_build_takes_from_the_last_one_are_the_keys_its_pages_recipes
     taken = 0
     for _round in range(4):
         edits = [_random_edit(rng, root, theme, ENTRY_EDITS) for _ in range(rng.randint(1, 2))]
-        _salt, before = pickle.loads((folder / cache.NOTES).read_bytes())
+        before = _kept_values(folder / cache.NOTES)
         result = build(root, out, theme=theme)
         catalog = result.catalog
         kept = render.unchanged_entries(catalog, before)
@@ -154,12 +154,24 @@ def test_the_keys_a_build_takes_from_the_last_one_are_the_keys_its_pages_recipes
         for entry_id, (page_key, document_key) in kept.items():
             page = render.Renderer.entry_page(entry_id)
             assert (page_key, document_key) == (pages[page], documents[page]), f"{entry_id} after {edits}"
-        _salt, after = pickle.loads((folder / cache.NOTES).read_bytes())
-        assert {i: note[6:] for i, note in after.notes.items()} == {
+        after = _kept_values(folder / cache.NOTES)
+        assert {i: note[6:] for i, note in after.items()} == {
             i: (pages[render.Renderer.entry_page(i)], documents[render.Renderer.entry_page(i)]) for i in catalog.entries
         }
         assert len(kept) < len(catalog.entries), f"an edited entry's keys were taken as they were: {edits}"
     assert taken > 0, "no page's keys were taken from the last build"
+
+
+def _kept_values(file: Path) -> dict:
+    """The dict a file of the cache holds: written whole under its salt, then with changes and removals appended."""
+    with file.open("rb") as f:
+        _salt, values = pickle.load(f)
+        while f.peek(1):
+            changed, removed = pickle.load(f)
+            values.update(changed)
+            for key in removed:
+                del values[key]
+    return values
 
 
 def test_an_unchanged_rebuild_renders_nothing_and_the_cache_holds_one_site(tmp_path: Path) -> None:
@@ -235,7 +247,7 @@ def test_a_damaged_cache_file_is_never_served(tmp_path: Path) -> None:
     build(root, out, search=False, theme=theme)
     for page in (cache_folder(out) / "pages").glob("*.html"):
         page.write_bytes(page.read_bytes()[:100])  # as a crash mid-write on a disk without ordering would
-    for kept in ("records.pickle", "rows.pickle"):
+    for kept in ("index/index.pickle", "rows.pickle"):
         (cache_folder(out) / kept).write_bytes((cache_folder(out) / kept).read_bytes()[:100])
     build(root, out, search=False, theme=theme)
     build(root, clean, search=False, theme=theme, cache=False)
@@ -419,9 +431,9 @@ def test_a_damaged_memo_file_is_an_empty_memo(tmp_path: Path) -> None:
     assert memo.stat().st_size > 5000, "the memo was written whole again"
 
 
-@pytest.mark.parametrize("kept", ["sources.pickle", "records.pickle"])
+@pytest.mark.parametrize("kept", ["sources.pickle", cache.ROWS, cache.NOTES])
 def test_a_warm_build_appends_its_changes_to_the_memo_and_a_torn_tail_costs_only_time(tmp_path: Path, kept) -> None:
-    # The parsed entries, and the signature index's records of each entry.
+    # The parsed entries, the listings' rows, and the notes of what each entry page was made from.
     root, theme = _project(tmp_path)
     out, clean = tmp_path / "site", tmp_path / "clean"
     build(root, out, search=False, theme=theme)
@@ -439,6 +451,39 @@ def test_a_warm_build_appends_its_changes_to_the_memo_and_a_torn_tail_costs_only
     build(root, clean, search=False, theme=theme, cache=False)
     assert _tree(out) == _tree(clean)
     assert memo.stat().st_ino != grown.st_ino, "a memo with a torn tail is written whole at the next save"
+
+
+def test_a_warm_build_copies_the_index_records_of_unchanged_entries_from_the_files_the_last_build_wrote(
+    tmp_path: Path, monkeypatch
+) -> None:
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, out, search=False, theme=theme)
+    made = tmp_path / "made.txt"  # appended to by the process that writes the index
+    real = index._records
+
+    def noted(entry, catalog):
+        with made.open("a", encoding="utf-8") as f:
+            f.write(entry.id + "\n")
+        return real(entry, catalog)
+
+    monkeypatch.setattr(index, "_records", noted)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Copied."))
+    build(root, out, search=False, theme=theme)
+    assert made.read_text(encoding="utf-8").split() == ["cuda-oom"]
+    # The kept files are the site's (hard links): one written over in place is not copied from again.
+    kept = cache_folder(out) / "index" / "signatures.jsonl"
+    assert kept.stat().st_ino == (out / "api" / "v1" / "signatures.jsonl").stat().st_ino
+    with kept.open("r+b") as f:
+        f.seek(100)
+        f.write(b"#")
+    made.unlink()
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Again."))
+    build(root, out, search=False, theme=theme)
+    assert len(made.read_text(encoding="utf-8").split()) == len(list((root / "entries").rglob("*.yaml")))
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
 
 
 def _folders(folder: Path) -> set[str]:
