@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import pickle
 import re
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,7 +17,7 @@ from typing import Any, BinaryIO
 import yaml
 
 from generator.errors import Problem
-from generator.write import replace_file
+from generator.write import partial_file, replace_file
 
 # The C parser is several times faster and keeps the same marks; fall back where libyaml is absent.
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -268,9 +270,27 @@ class Memo:
         self._whole = False
 
     def _write_whole(self, f: BinaryIO, state: object) -> None:
-        f.write(self.salt)
-        # Streamed: the memo of a large site is a hundred megabytes, never held pickled in memory.
-        pickle.dump(state, f, pickle.HIGHEST_PROTOCOL)
+        assert self.file is not None
+        # The entries' models go out of band, into a file of their own that the next build maps rather
+        # than reads; a token written in both tells a pair written together from a pair torn by a crash.
+        models, token = self.file.with_suffix(MODELS), os.urandom(16)
+        partial = partial_file(models)
+        try:
+            with partial.open("wb") as side:
+                side.write(token)
+
+                def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+                    data = buffer.raw()
+                    side.write(len(data).to_bytes(8, "little"))
+                    side.write(data)
+                    return False
+
+                f.write(self.salt + token)
+                # Streamed: the memo of a large site is a hundred megabytes, never held pickled in memory.
+                pickle.Pickler(f, pickle.HIGHEST_PROTOCOL, buffer_callback=out_of_band).dump(state)
+            os.replace(partial, models)  # first: the memo file that names this token replaces the old one after
+        finally:
+            partial.unlink(missing_ok=True)
 
     def _load(self) -> None:
         if self._read:
@@ -281,7 +301,8 @@ class Memo:
             with self.file.open("rb") as f:
                 if f.read(len(self.salt)) != self.salt:
                     return  # written by other code, whose findings this code need not share
-                self.kept, self._statuses, self._values = pickle.load(f)
+                models = _mapped_models(self.file.with_suffix(MODELS), f.read(16))
+                self.kept, self._statuses, self._values = pickle.load(f, buffers=models)
                 whole = f.tell()
                 self._whole = False
                 while f.peek(1):
@@ -292,6 +313,29 @@ class Memo:
                 self._whole = f.tell() - whole > whole // 4
         except Exception:  # noqa: BLE001 - a missing or damaged file, however it fails to read, is as far as it reads
             self._whole = True
+
+
+MODELS = ".models"  # the suffix of the file beside the memo's that holds the entries' models
+
+
+def _mapped_models(path: Path, token: bytes) -> Iterator[memoryview]:
+    """The models the memo's file was written with, in order, as views of the file mapped into memory.
+
+    The file is replaced, never written over in place: a view stays valid while the build runs, and
+    after, in `serve`, whose first build's cards hold theirs.
+    """
+    with path.open("rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mapped)
+    if len(token) != 16 or view[:16] != token:
+        raise ValueError(f"{path.name} was not written with the memo's file")
+    at, end, unpack = 16, len(view), struct.Struct("<Q").unpack_from
+    while at < end:
+        (length,) = unpack(mapped, at)
+        if at + 8 + length > end:
+            raise ValueError(f"{path.name} ends short of a model")
+        yield view[at + 8 : at + 8 + length]
+        at += 8 + length
 
 
 def file_status(path: int | str | os.PathLike[str]) -> tuple[int, ...]:

@@ -224,6 +224,24 @@ class CollateralCard(typing.NamedTuple):
     note: str
 
 
+class Packed:
+    """An entry model, pickled and compressed, as its card holds it: given out of band where a pickler takes buffers.
+
+    The memo's whole file is written so (load.Memo): ten thousand models, kept apart from the cards and
+    mapped back in, are never read unless a page needs one.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | memoryview | pickle.PickleBuffer) -> None:
+        self.data = data
+
+    def __reduce_ex__(self, protocol: typing.SupportsIndex) -> tuple[type[Packed], tuple[object]]:
+        if int(protocol) >= 5:
+            return Packed, (pickle.PickleBuffer(self.data),)  # in band as bytes, unless the pickler takes it
+        return Packed, (bytes(self.data),)
+
+
 @dataclass(frozen=True)
 class EntryCard:
     """An entry as the rest of the build reads it, with its whole model kept pickled.
@@ -254,7 +272,7 @@ class EntryCard:
     checked: str  # a digest of what the cross-entry signature checks read of it (link._signature_key)
     row: str  # a digest of what a listing's row of it reads (render.EntryRow), which many pages' keys take
     digest: str  # of the model's content: equal entries, equal digests, in any process
-    model: bytes = field(repr=False, compare=False)  # the Entry, pickled and compressed
+    model: Packed = field(repr=False, compare=False)  # the Entry, pickled and compressed
 
     @classmethod
     def of(cls, entry: Entry) -> EntryCard:
@@ -289,12 +307,12 @@ class EntryCard:
             plain_digest(row),
             hashlib.sha256(entry.model_dump_json().encode()).hexdigest(),
             # Compressed: a large site holds thousands of cards, and unpacking one costs less than 0.1 ms.
-            zlib.compress(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), 1),
+            Packed(zlib.compress(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), 1)),
         )
 
     def entry(self) -> Entry:
         """The whole entry."""
-        entry = pickle.loads(zlib.decompress(self.model))
+        entry = pickle.loads(zlib.decompress(self.model.data))
         assert isinstance(entry, Entry)
         return entry
 

@@ -419,11 +419,13 @@ def test_an_entry_edited_back_to_its_size_and_time_is_read_again(tmp_path: Path,
     assert "X" * len(word) in (out / "failures/cuda-oom/index.html").read_text(encoding="utf-8")
 
 
-def test_a_damaged_memo_file_is_an_empty_memo(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damaged", ["sources.pickle", "sources.models"])
+def test_a_damaged_memo_file_is_an_empty_memo(tmp_path: Path, damaged: str) -> None:
+    # The cards, and the entries' models kept apart from them: either torn leaves the other unread.
     root, theme = _project(tmp_path)
     out, clean = tmp_path / "site", tmp_path / "clean"
     build(root, out, search=False, theme=theme)
-    memo = cache_folder(out) / "sources.pickle"
+    memo = cache_folder(out) / damaged
     memo.write_bytes(memo.read_bytes()[:5000])
     build(root, out, search=False, theme=theme)
     build(root, clean, search=False, theme=theme, cache=False)
