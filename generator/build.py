@@ -348,7 +348,8 @@ def _write(
         write_record(folder, SITE, salt, Record(pages_now, frozenset(files), stamps, indexed.bundles))
         store.prune()
         write_kept_dict(folder, ROWS, salt, renderer.row_fragments(), kept_rows)
-        write_kept_dict(folder, NOTES, salt + entry_context(catalog), entry_notes(catalog, keys, plan.keys), notes)
+        noted = entry_notes(catalog, keys, plan.keys, notes, renderer.kept)
+        write_kept_dict(folder, NOTES, salt + entry_context(catalog), noted, notes)
         prune_markup(folder / "markup", catalog.entries)
     else:
         # What the folder now holds is not what the cache last recorded.

@@ -38,30 +38,20 @@ class Catalog:
     examples: list[tuple[DiagnoseExample, Example]] = field(default_factory=list)  # for the diagnosis page
 
 
-def _stem(doc: Document) -> str:
-    # As PurePosixPath(doc.path).stem for a name with an extension, as every content file's has, without
-    # making a path object per file.
-    name = doc.path.rpartition("/")[2]
-    return name.rpartition(".")[0] or name
-
-
-def _check_ids(validated: Validated, problems: list[Problem]) -> None:
-    seen: dict[str, str] = {}
-    items: list[tuple[EntryCard | Hub, Document]] = [*validated.entries, *validated.hubs]
-    for item, doc in items:
-        kind = "entry" if isinstance(item, EntryCard) else "hub"
-        if item.id != _stem(doc):
-            problems.append(
-                doc.problem(
-                    ("id",),
-                    f"id {item.id!r} differs from the file name",
-                    f"rename the file to {item.id}.yaml or set id: {_stem(doc)}",
-                )
-            )
-        key = f"{kind}:{item.id}"
-        if key in seen:
-            problems.append(doc.problem(("id",), f"duplicate {kind} id {item.id!r}", f"also used by {seen[key]}"))
-        seen.setdefault(key, doc.path)
+def _check_duplicates(validated: Validated, problems: list[Problem]) -> None:
+    kinds: list[tuple[str, list[tuple[EntryCard, Document]] | list[tuple[Hub, Document]]]] = [
+        ("entry", validated.entries),
+        ("hub", validated.hubs),
+    ]
+    for kind, items in kinds:
+        if len({item.id for item, _ in items}) == len(items):
+            continue  # as in every site that builds: the loop below only says which
+        seen: dict[str, str] = {}
+        for item, doc in items:
+            if item.id in seen:
+                message = f"duplicate {kind} id {item.id!r}"
+                problems.append(doc.problem(("id",), message, f"also used by {seen[item.id]}"))
+            seen.setdefault(item.id, doc.path)
 
 
 def _check_references(validated: Validated, problems: list[Problem]) -> None:
@@ -330,7 +320,7 @@ def _signature_key(validated: Validated) -> str:
 def link_catalog(validated: Validated) -> Catalog:
     """Run the cross-entry checks and index the content; raise ContentError on any problem."""
     problems = list(validated.problems)
-    _check_ids(validated, problems)
+    _check_duplicates(validated, problems)
     _check_references(validated, problems)
     # The signature checks cost the most and read only what _signature_key covers: a build with a
     # memo (serve's, or the one kept beside the output) skips them when that is as it was when they passed.

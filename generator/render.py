@@ -10,7 +10,7 @@ import pickle
 import re
 import typing
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -931,12 +931,25 @@ def entry_context(catalog: Catalog) -> str:
     return plain_digest((tags, sorted((hub.id, hub.title) for hub in catalog.hubs.values())))
 
 
-def entry_notes(catalog: Catalog, page_keys: Mapping[str, str], search_keys: Mapping[str, str]) -> dict[str, EntryNote]:
-    """The notes of a catalog's entries by id, given their pages' keys and search documents' keys by page path."""
+def entry_notes(
+    catalog: Catalog,
+    page_keys: Mapping[str, str],
+    search_keys: Mapping[str, str],
+    noted: Mapping[str, EntryNote] | None = None,
+    unchanged: Collection[str] = (),
+) -> dict[str, EntryNote]:
+    """The notes of a catalog's entries by id, given their pages' keys and search documents' keys by page path.
+
+    An entry unchanged since noted (unchanged_entries) keeps its note where its keys are as noted.
+    """
     notes: dict[str, EntryNote] = {}
     related, backlinks = catalog.related, catalog.backlinks
     for i, e in catalog.entries.items():
         page = Renderer.entry_page(i)
+        keys = (page_keys[page], search_keys.get(page, ""))
+        if noted is not None and i in unchanged and (note := noted[i])[6:] == keys:
+            notes[i] = note
+            continue
         notes[i] = (
             e.digest,
             catalog.entry_paths[i],
@@ -944,8 +957,7 @@ def entry_notes(catalog: Catalog, page_keys: Mapping[str, str], search_keys: Map
             e.title,
             tuple(related.get(i, ())),
             tuple(backlinks.get(i, ())),
-            page_keys[page],
-            search_keys.get(page, ""),
+            *keys,
         )
     return notes
 

@@ -455,6 +455,7 @@ def validate_sources(sources: Sources, jobs: int = 1) -> Validated:
             entries.append((card, doc))
     unsafe = frozenset(regex for c in checked for regex in c[2])
     hubs = [(h, d) for d in sources.hubs if (h := check(Hub, d)) is not None]
+    problems.extend(problem for h, d in hubs for problem in id_problems(h.id, d))
     # Ids of files that failed validation still count, so one broken file does not cascade
     # into "no entry has id" errors in every file that links to it.
     entry_ids = frozenset(c[3] for c in checked) | {_declared_id(d) for d in sources.entries if d.path in broken}
@@ -462,6 +463,18 @@ def validate_sources(sources: Sources, jobs: int = 1) -> Validated:
     return Validated(
         site, tags, entries, hubs, problems, entry_ids, hub_ids, sources.tags, sources.examples, unsafe, sources.memo
     )
+
+
+def id_problems(declared: str, doc: Document) -> list[Problem]:
+    """The problem of an id that differs from its file's name, if it does."""
+    # As PurePosixPath(doc.path).stem for a name with an extension, as every content file's has, without
+    # making a path object per file.
+    name = doc.path.rpartition("/")[2]
+    stem = name.rpartition(".")[0] or name
+    if declared == stem:
+        return []
+    hint = f"rename the file to {declared}.yaml or set id: {stem}"
+    return [doc.problem(("id",), f"id {declared!r} differs from the file name", hint)]
 
 
 def _declared_id(doc: Document) -> str:
@@ -476,10 +489,11 @@ FRAME_LINES = [re.compile(rules.TRACEBACK["frame"], re.ASCII), re.compile(rules.
 def entry_problems(entry: Entry, doc: Document) -> tuple[list[Problem], frozenset[str]]:
     """The checks an entry passes on its own, and the regexes among its signatures that are unsafe to run.
 
-    Its regexes are safe, its examples match their own signature, its frame examples show their calls
-    in a row, its code blocks name a known language, its fix code is well formed, and it does not wrap itself.
+    Its id is its file's name, its regexes are safe, its examples match their own signature, its frame
+    examples show their calls in a row, its code blocks name a known language, its fix code is well
+    formed, and it does not wrap itself.
     """
-    problems: list[Problem] = []
+    problems: list[Problem] = id_problems(entry.id, doc)
     unsafe = set()
     for i, sig in enumerate(entry.signatures):
         if sig.regex is not None and (why := regex_problem(sig.regex)):
