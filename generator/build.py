@@ -270,6 +270,15 @@ def _write(
         "static/diagnose-rules.js": browser_rules(),
     }
 
+    def keep_for_next(store: PageCache) -> None:
+        """Keep what the next build takes from this one: the pages used, the rows, the entries' notes, their markup."""
+        store.prune()
+        write_kept_dict(folder, ROWS, salt, renderer.row_fragments(), kept_rows)
+        keys = {view.path: store.key(view) for view in views}
+        noted = entry_notes(catalog, keys, plan.keys, notes, renderer.kept)
+        write_kept_dict(folder, NOTES, salt + entry_context(catalog), noted, notes)
+        prune_markup(folder / "markup", catalog.entries)
+
     paths = {view.path for view in views}
     stamps: dict[str, Stamp | None] = {}  # of the site's folders: none for a site updated in place (`serve`)
     if in_place:
@@ -330,6 +339,8 @@ def _write(
                     renderer, views, store, jobs or cores(), rendered.append, written=held.pages if held else None
                 )
                 write_pages(stage, _noted(pages, written), atomic=held is not None)
+                if store:
+                    keep_for_next(store)  # while the search index and the signature index are written
             finally:
                 indexing.join()
                 signing.join()
@@ -346,11 +357,8 @@ def _write(
         keys = {view.path: store.key(view) for view in views}
         pages_now = {page: key for page, key in keys.items() if page not in skipped}
         write_record(folder, SITE, salt, Record(pages_now, frozenset(files), stamps, indexed.bundles))
-        store.prune()
-        write_kept_dict(folder, ROWS, salt, renderer.row_fragments(), kept_rows)
-        noted = entry_notes(catalog, keys, plan.keys, notes, renderer.kept)
-        write_kept_dict(folder, NOTES, salt + entry_context(catalog), noted, notes)
-        prune_markup(folder / "markup", catalog.entries)
+        if in_place:
+            keep_for_next(store)
     else:
         # What the folder now holds is not what the cache last recorded.
         write_record(folder, SITE, "", None)

@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import json
 import os
 import pickle
 from collections.abc import Iterable, Iterator
@@ -113,8 +112,8 @@ def code_digest(templates: Path, extra: Iterable[Any] = ()) -> str:
     return h.hexdigest()
 
 
-SITE = "site.json"  # what the site folder holds
-SPARE = "spare.json"  # what the spare folder holds: the site before the last build, which the next build updates
+SITE = "site.pickle"  # what the site folder holds
+SPARE = "spare.pickle"  # what the spare folder holds: the site before the last build, which the next build updates
 
 
 @dataclass(frozen=True)
@@ -127,17 +126,21 @@ class Record:
     bundles: dict[str, str] = field(default_factory=dict)  # each search bundle folder's shard key (search.Indexed)
 
 
+# A record's file: its salt on a line, then the record pickled (a large site's is ten thousand pages).
+def _head(salt: str) -> bytes:
+    return salt.encode() + b"\n"
+
+
 def read_record(folder: Path, name: str, salt: str) -> Record | None:
     """The record name in the cache folder, or None when there is none, it is damaged or another salt wrote it."""
     try:
-        found = json.loads((folder / name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with (folder / name).open("rb") as f:
+            if f.read(len(_head(salt))) != _head(salt):
+                return None
+            found = pickle.load(f)
+    except Exception:  # noqa: BLE001 - a missing or damaged file, however it fails to read, is no record
         return None
-    if not (isinstance(found, dict) and found.get("salt") == salt):
-        return None
-    folders = {name: tuple(stamp) if stamp else None for name, stamp in found.get("folders", {}).items()}
-    bundles = found.get("bundles", {})
-    return Record(found.get("pages", {}), frozenset(found.get("files", [])), folders, bundles)
+    return found if isinstance(found, Record) else None
 
 
 def kept_record(folder: Path, name: str, salt: str) -> bytes | None:
@@ -149,7 +152,7 @@ def kept_record(folder: Path, name: str, salt: str) -> bytes | None:
         found = (folder / name).read_bytes()
     except OSError:
         return None
-    return found if found.startswith(json.dumps({"salt": salt})[:-1].encode() + b", ") else None
+    return found if found.startswith(_head(salt)) else None
 
 
 def write_record(folder: Path, name: str, salt: str, record: Record | bytes | None) -> None:
@@ -163,14 +166,7 @@ def write_record(folder: Path, name: str, salt: str, record: Record | bytes | No
         if isinstance(record, bytes):
             replace_file(path, record)  # as kept_record found it
             return
-        data = {
-            "salt": salt,
-            "pages": record.pages,
-            "files": sorted(record.files),
-            "folders": record.folders,
-            "bundles": record.bundles,
-        }
-        replace_file(path, json.dumps(data).encode("utf-8"))
+        replace_file(path, _head(salt) + pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
         pass
 
@@ -178,14 +174,15 @@ def write_record(folder: Path, name: str, salt: str, record: Record | bytes | No
 def forget_pages(folder: Path, pages: Iterable[str]) -> None:
     """Drop pages from the record of what the site built with the cache in folder holds: the next build writes them."""
     pages = set(pages)
-    path = folder / SITE
     try:
-        found = json.loads(path.read_text(encoding="utf-8")) if pages else None
-    except (OSError, ValueError):
+        with (folder / SITE).open("rb") as f:
+            salt = f.readline().rstrip(b"\n").decode(errors="replace") if pages else ""
+    except OSError:
         return
-    if isinstance(found, dict) and isinstance(found.get("pages"), dict) and pages & found["pages"].keys():
-        found["pages"] = {k: v for k, v in found["pages"].items() if k not in pages}
-        replace_file(path, json.dumps(found).encode("utf-8"))
+    record = read_record(folder, SITE, salt) if salt else None
+    if record is not None and pages & record.pages.keys():
+        kept = {k: v for k, v in record.pages.items() if k not in pages}
+        write_record(folder, SITE, salt, dataclasses.replace(record, pages=kept))
 
 
 ROWS = "rows.pickle"  # the HTML of each listing row the last build made, by the row's digest

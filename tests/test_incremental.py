@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
 import pickle
 import random
@@ -521,7 +520,10 @@ def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path
     _edit_yaml(entry, lambda d: d.update(summary=f"{d['summary']} Spareword."))
     build(root, out, theme=theme)
     assert spare.is_dir(), "the site replaced is kept for the next build"
-    stamped = [s for s in json.loads((cache_folder(out) / "site.json").read_text())["folders"].values() if s]
+    salt = cache.code_digest(theme / "templates", [first.catalog.site])
+    record = cache.read_record(cache_folder(out), cache.SITE, salt)
+    assert record is not None
+    stamped = [s for s in record.folders.values() if s]
     assert bool(stamped) == settled, "folders just written are never taken as recorded"
     time.sleep(0.05)  # past a tick of the file system's clock
     (out / "written-by-hand.txt").write_text("no build wrote this")
@@ -554,7 +556,7 @@ def test_a_build_into_the_kept_previous_site_equals_a_clean_build(tmp_path: Path
     # A spare removed by hand, or one its record no longer describes, is not used.
     shutil.rmtree(spare)
     build(root, out, theme=theme)
-    (cache_folder(out) / "spare.json").unlink()
+    (cache_folder(out) / cache.SPARE).unlink()
     (spare / "index.html").write_text("a spare no record describes")
     build(root, out, theme=theme)
     assert _tree(out) == _tree(clean)
