@@ -305,7 +305,6 @@ def _write(
         before = kept_record(folder, SITE, salt) if store else None  # to keep as the spare's, once it is
         write_record(folder, SPARE, salt, None)  # until the spare is recorded again, it is not to be trusted
         aside: Path | None = None  # the spare's folders written whole again, set aside
-        verified: set[str] = set()  # the spare's folders found as recorded: their stamps stand
         written: list[str] = []  # the pages written into the folder
         known: dict[str, Stamp] = {}  # the stamps of the verified folders nothing was written into since
         bundles: dict[str, str] = {}  # the spare's search bundles as recorded, each by its shard's key
@@ -321,27 +320,31 @@ def _write(
             # It ends long before the pages are written; the pages and the search index are what the build
             # waits for, and on two cores three processes share them.
             signing = _Beside(write_signature_index, stage, catalog, kept_index, later=True)
+            # The spare is swept by a process of its own while the pages are rendered here: nothing is
+            # written into its swept folders before the sweep is done.
+            sweeping = _Beside(_sweep_spare if held and store else None, stage, held, store, paths, files.keys())
             try:
-                if held is not None and store is not None:
-                    # Only what this build writes too is kept: a page or file no longer made goes now.
-                    inodes = store.inodes()
-                    wanted = {page: key for page, key in held.pages.items() if page in paths}
-                    found = {page: inodes.get(key, -1) for page, key in wanted.items()}
-                    kept_files = {**found, **dict.fromkeys(held.files & files.keys())}
-                    lost = sweep_folder(
-                        stage, kept_files, WHOLE, held.folders, [*held.pages, *held.files], store.settled, verified
-                    )
-                    known = {folder: stamp for folder in verified if (stamp := held.folders.get(folder))}
-                    held = Record({page: key for page, key in wanted.items() if page not in lost}, held.files)
-                copy_static(theme / "static", stage)
-                write_files(stage, files)
-                pages = render_views(
+                copy_static(theme / "static", stage)  # a folder the sweep leaves alone
+                pages: Iterable[Rendered] = render_views(
                     renderer, views, store, jobs or cores(), rendered.append, written=held.pages if held else None
                 )
+                if held is not None:
+                    pages = list(pages)  # rendered into the cache while the sweep runs: files, not HTML, held
+                    sweeping.join()
+                    lost, verified = sweeping.result()
+                    known = {folder: stamp for folder in verified if (stamp := held.folders.get(folder))}
+                    # The pages the spare was to hold as they are, but does not (removed or written by hand).
+                    made = {page for page, _ in pages}
+                    again = [view for view in views if view.path in lost and view.path not in made]
+                    pages += list(render_views(renderer, again, store, jobs or cores(), rendered.append))
+                    kept = {page: key for page, key in held.pages.items() if page in paths and page not in lost}
+                    held = Record(kept, held.files)
+                write_files(stage, files)
                 write_pages(stage, _noted(pages, written), atomic=held is not None)
                 if store:
                     keep_for_next(store)  # while the search index and the signature index are written
             finally:
+                sweeping.abandon()  # a build that failed while the sweep ran; else it has ended
                 indexing.join()
                 signing.join()
             indexed = indexing.result() or Indexed(0, 0)
@@ -378,6 +381,22 @@ def _write(
         tuple(changed),
         indexed.shards,
     )
+
+
+def _sweep_spare(
+    stage: Path, held: Record, store: PageCache, paths: set[str], files: Iterable[str]
+) -> tuple[set[str], set[str]]:
+    """Sweep the spare of what this build does not write too; return the pages it lacks, and its folders verified.
+
+    A page kept must still be the cache's file of its key (write.sweep_folder): known by its inode.
+    """
+    inodes = store.inodes()
+    wanted = {page: inodes.get(key, -1) for page, key in held.pages.items() if page in paths}
+    kept = {**wanted, **dict.fromkeys(held.files & set(files))}
+    verified: set[str] = set()
+    listed = [*held.pages, *held.files]
+    lost = sweep_folder(stage, kept, WHOLE, held.folders, listed, store.settled, verified)
+    return lost, verified
 
 
 def _noted(pages: Iterable[Rendered], written: list[str]) -> Iterator[Rendered]:
