@@ -240,6 +240,15 @@ def measure(size: int, work: Path, hugo: str, serve: bool = True) -> list[tuple[
     return rows
 
 
+def machine_speed() -> float:
+    """Seconds a fixed pure-Python loop takes now: this machine's speed drifts by half within minutes."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(10_000_000):
+        total += i
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
@@ -254,7 +263,9 @@ def main() -> None:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         for size in args.sizes:
+            print(f"\nspeed before {size:,}: a loop of 10M additions took {machine_speed():.2f} s", flush=True)
             rows += [(size, *row) for row in measure(size, work / str(size), hugo, not args.no_serve)]
+            print(f"speed after {size:,}: {machine_speed():.2f} s", flush=True)
             table(rows)  # after each size, so a long run shows its figures as it goes
 
 
