@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -171,8 +172,12 @@ def _peak_mb(pid: int) -> float:
     return float("nan")
 
 
-def add_word(path: Path, marker: str, word: str) -> None:
-    """Put word at the start of the text after marker: the entry's summary (YAML) or page (Markdown)."""
+def word_editor(path: Path, marker: str) -> Callable[[str], None]:
+    """An edit that puts a word at the start of the text after marker (an entry's summary, or a page's text).
+
+    Each edit replaces the word the one before put there: the text stays the length it was, under the
+    entry schema's limits however many edits a run makes.
+    """
     text = path.read_text(encoding="utf-8")
     at = text.index(marker) + len(marker)
     if text[at] in ">|":  # a YAML block scalar: its text starts on the next line, after the indent
@@ -180,7 +185,11 @@ def add_word(path: Path, marker: str, word: str) -> None:
         at += len(text[at:]) - len(text[at:].lstrip(" "))
     elif text[at] in "'\"":  # inside a quoted YAML scalar
         at += 1
-    path.write_text(text[:at] + word + " " + text[at:], encoding="utf-8")
+
+    def edit(word: str) -> None:
+        path.write_text(text[:at] + word + " " + text[at:], encoding="utf-8")
+
+    return edit
 
 
 def measure(size: int, work: Path, hugo: str, serve: bool = True) -> list[tuple[str, float, float, float, float]]:
@@ -195,11 +204,12 @@ def measure(size: int, work: Path, hugo: str, serve: bool = True) -> list[tuple[
     base = urlsplit(yaml.safe_load((corpus / "site.yaml").read_text(encoding="utf-8"))["base_url"]).path
 
     full = timed(ours)
-    add_word(entry, "\nsummary: ", "Warmword")
+    edit_entry = word_editor(entry, "\nsummary: ")
+    edit_entry("Warmword")
     first = timed(ours)
     warms = []
     for word in ("Againword", "Thirdword", "Fourthword", "Fifthword", "Sixthword"):
-        add_word(entry, "\nsummary: ", word)
+        edit_entry(word)
         warms.append(timed(ours))
     warm = (statistics.median(t for t, _ in warms), max(mb for _, mb in warms))
 
@@ -207,9 +217,10 @@ def measure(size: int, work: Path, hugo: str, serve: bool = True) -> list[tuple[
     pages = write_site(corpus, hugo_site)
     page = next(hugo_site.joinpath("content").rglob(f"{EDITED}.md"))
     hugo_full = timed([hugo, "--quiet"], cwd=hugo_site)
-    add_word(page, "---\n\n", "Warmword")
+    edit_page = word_editor(page, "---\n\n")
+    edit_page("Warmword")
     hugo_first = timed([hugo, "--quiet"], cwd=hugo_site)
-    add_word(page, "---\n\n", "Againword")
+    edit_page("Againword")
     hugo_warm = timed([hugo, "--quiet"], cwd=hugo_site)
 
     rows = [
@@ -224,14 +235,14 @@ def measure(size: int, work: Path, hugo: str, serve: bool = True) -> list[tuple[
     served = serve_latency(
         [*tool, "serve", "--port", str(port), "--out", str(site)],
         f"http://127.0.0.1:{port}{base.rstrip('/')}/failures/{EDITED}/",
-        lambda word: add_word(entry, "\nsummary: ", word),
+        edit_entry,
     )
     port = free_port()
     category = page.parent.name
     hugo_served = serve_latency(
         [hugo, "server", "--port", str(port), "--bind", "127.0.0.1", "--baseURL", f"http://127.0.0.1:{port}/"],
         f"http://127.0.0.1:{port}/{category}/{EDITED}/",
-        lambda word: add_word(page, "---\n\n", word),
+        edit_page,
         cwd=hugo_site,
     )
     rows.append(("serve", served[0], hugo_served[0], served[2], hugo_served[2]))

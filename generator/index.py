@@ -243,24 +243,23 @@ class _Composer:
 
 
 def _copy_range(source: int, target: int, offset: int, length: int) -> None:
-    """Append length bytes of source from offset to target: in the kernel where the file system allows."""
+    """Append length bytes of source from offset to target: in the kernel where the system and file system allow."""
     end = offset + length
+    in_kernel = getattr(os, "copy_file_range", None)  # Linux's
     try:
-        while offset < end:
-            copied = os.copy_file_range(source, target, end - offset, offset)
+        while in_kernel is not None and offset < end:
+            copied = in_kernel(source, target, end - offset, offset)
             if copied == 0:
                 raise _SourceChanged
             offset += copied
-        return
     except OSError as exc:
         if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
             raise
-    while offset < end:  # a file system, or kernel, that copies no range between files
+    while offset < end:  # read and written here, by a system or file system that copies no range
         chunk = os.pread(source, min(end - offset, 1 << 20), offset)
         if not chunk:
             raise _SourceChanged
-        os.write(target, chunk)
-        offset += len(chunk)
+        offset += os.write(target, chunk)
 
 
 class _SourceChanged(Exception):

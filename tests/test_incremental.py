@@ -487,6 +487,22 @@ def test_a_warm_build_copies_the_index_records_of_unchanged_entries_from_the_fil
     assert _tree(out) == _tree(clean)
 
 
+@pytest.mark.parametrize("in_kernel", [True, False], ids=["copy_file_range", "read-and-write"])
+def test_a_range_of_a_kept_index_file_is_copied_whole_or_found_changed(tmp_path: Path, monkeypatch, in_kernel) -> None:
+    if not in_kernel:  # as on a system without the call (not Linux)
+        monkeypatch.delattr(os, "copy_file_range", raising=False)
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.write_bytes(bytes(range(256)) * 20_000)  # five reads' worth, where the range is read and written
+    with source.open("rb") as s, target.open("wb") as t:
+        t.write(b"head")
+        t.flush()
+        index._copy_range(s.fileno(), t.fileno(), 1000, 3_000_000)
+    assert target.read_bytes() == b"head" + source.read_bytes()[1000:3_001_000]
+    # A range past the end of the kept file: the file changed under the build, and is not copied from.
+    with source.open("rb") as s, target.open("wb") as t, pytest.raises(index._SourceChanged):
+        index._copy_range(s.fileno(), t.fileno(), 5_000_000, 200_000)
+
+
 def _folders(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_dir()}
 
