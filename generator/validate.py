@@ -14,7 +14,7 @@ import types
 import typing
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pydantic
@@ -372,7 +372,7 @@ def read_and_check(item: tuple[str, str | Path]) -> tuple[bytes, Checked]:
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        return b"", (None, [read_problem(display, exc)], frozenset(), PurePosixPath(display).stem)
+        return b"", (None, [read_problem(display, exc)], frozenset(), _stem(display))
     return hashlib.sha256(raw).digest(), check_entry_file((display, raw))
 
 
@@ -467,10 +467,7 @@ def validate_sources(sources: Sources, jobs: int = 1) -> Validated:
 
 def id_problems(declared: str, doc: Document) -> list[Problem]:
     """The problem of an id that differs from its file's name, if it does."""
-    # As PurePosixPath(doc.path).stem for a name with an extension, as every content file's has, without
-    # making a path object per file.
-    name = doc.path.rpartition("/")[2]
-    stem = name.rpartition(".")[0] or name
+    stem = _stem(doc.path)
     if declared == stem:
         return []
     hint = f"rename the file to {declared}.yaml or set id: {stem}"
@@ -479,7 +476,13 @@ def id_problems(declared: str, doc: Document) -> list[Problem]:
 
 def _declared_id(doc: Document) -> str:
     declared = doc.data.get("id") if isinstance(doc.data, dict) else None
-    return declared if isinstance(declared, str) else PurePosixPath(doc.path).stem
+    return declared if isinstance(declared, str) else _stem(doc.path)
+
+
+def _stem(path: str) -> str:
+    """A file's name without its extension, as PurePosixPath(path).stem, without a path object per file."""
+    name = path.rpartition("/")[2]
+    return name.rpartition(".")[0] or name
 
 
 LANGUAGES = frozenset(alias for _name, aliases, _files, _mimes in get_all_lexers() for alias in aliases)
