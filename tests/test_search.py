@@ -153,7 +153,7 @@ def test_an_edit_indexes_one_shard_again_and_gives_the_clean_builds_index(
 
 
 def test_a_build_into_the_spare_links_only_the_bundles_that_changed_and_undoes_hand_edits(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     monkeypatch.setattr(search, "SHARD_PAGES", 60)
     root, _theme = _project(tmp_path)
@@ -161,11 +161,18 @@ def test_a_build_into_the_spare_links_only_the_bundles_that_changed_and_undoes_h
     entry = next((root / "entries").rglob("cuda-oom.yaml"))
     edited = "failures/cuda-oom/index.html"
 
+    pinned: list[int] = []
+    request.addfinalizer(lambda: [os.close(fd) for fd in pinned])
+
     def edit_and_build(word: str) -> dict[str, int]:
         """Edit the entry, build into the spare, and return the inode of each bundle folder the spare held."""
         _edit_yaml(entry, lambda d: d.update(summary=f"{word} {d['summary']}"))
         spare = cache_folder(out) / "spare"
-        held = {p.relative_to(spare).as_posix(): p.stat().st_ino for p in spare.glob("pagefind/**/") if p.is_dir()}
+        held = {}
+        for folder in (p for p in spare.glob("pagefind/**/") if p.is_dir()):
+            # An open folder keeps its inode number: one the build removes cannot lend it to a new folder.
+            pinned.append(os.open(folder, os.O_RDONLY))
+            held[folder.relative_to(spare).as_posix()] = os.fstat(pinned[-1]).st_ino
         build(root, out)
         build(root, clean, cache=False)
         assert _tree(out) == _tree(clean), f"after {word}"
