@@ -27,7 +27,7 @@ from generator.link import Catalog
 from generator.load import file_status
 from generator.patterns import required_literal
 from generator.schema import Entry, entry_json_schema, hub_json_schema
-from generator.write import partial_file, replace_file, write_files
+from generator.write import clock_passed, partial_file, replace_file, write_files
 
 __all__ = [
     "API_DIR",
@@ -179,6 +179,12 @@ class KeptIndex:
                 os.link(root / path, partial)
                 os.replace(partial, self.folder / name)
                 statuses[path] = file_status(self.folder / name)  # now: a link, and a move, change its time
+            # A file written over in place within the tick of the clock its status was taken in keeps that
+            # status: the note is written once the clock is past, and only if the files are still as noted.
+            if not clock_passed(self.folder, max(max(s[:2]) for s in statuses.values())):
+                return
+            if any(file_status(self.folder / name) != statuses[path] for path, name in KEPT_FILES.items()):
+                return
             replace_file(self.folder / KEPT_NOTE, pickle.dumps(dataclasses.replace(note, statuses=statuses)))
         except OSError:
             pass

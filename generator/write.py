@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -367,6 +368,16 @@ def fs_clock(folder: Path) -> int:
     finally:
         os.close(handle)
         os.unlink(probe)
+
+
+def clock_passed(folder: Path, ns: int, limit: float = 0.2) -> bool:
+    """Wait until the clock of the file system that holds folder is past ns; False if it is not within limit seconds."""
+    deadline = time.monotonic() + limit
+    while fs_clock(folder) <= ns:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def _stamp(path: str) -> Stamp | None:

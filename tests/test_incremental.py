@@ -21,7 +21,7 @@ from generator import cache, index, load, markup, render, search, write
 from generator.build import THEME, _Beside, build, cache_folder, fewer_collections
 from generator.errors import ContentError
 from generator.load import Memo
-from generator.write import write_files
+from generator.write import fs_clock, write_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -485,6 +485,48 @@ def test_a_warm_build_copies_the_index_records_of_unchanged_entries_from_the_fil
     assert len(made.read_text(encoding="utf-8").split()) == len(list((root / "entries").rglob("*.yaml")))
     build(root, clean, search=False, theme=theme, cache=False)
     assert _tree(out) == _tree(clean)
+
+
+def test_an_index_file_written_over_in_the_tick_its_status_was_taken_in_is_not_copied_from(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # A write in place within the file system clock's tick leaves a file's times and size as they were:
+    # the kept index is noted only once the clock has passed the status noted, and not if it changed.
+    root, theme = _project(tmp_path)
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    build(root, out, search=False, theme=theme)
+    note = cache_folder(out) / "index" / index.KEPT_NOTE
+    assert note.is_file()
+    waited = tmp_path / "waited.txt"  # written by the process that writes the index
+    real = index.clock_passed
+
+    def written_over_while_waiting(folder: Path, ns: int, limit: float = 0.2) -> bool:
+        passed = real(folder, ns, limit)
+        waited.write_text(str(fs_clock(folder) > ns))
+        with (folder / "signatures.jsonl").open("r+b") as f:
+            f.seek(100)
+            f.write(b"#")
+        return passed
+
+    monkeypatch.setattr(index, "clock_passed", written_over_while_waiting)
+    entry = next((root / "entries").rglob("cuda-oom.yaml"))
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " Racy."))
+    build(root, out, search=False, theme=theme)
+    assert waited.read_text() == "True" and not note.exists()
+    monkeypatch.undo()
+    _edit_yaml(entry, lambda d: d.update(summary=d["summary"] + " After."))
+    build(root, out, search=False, theme=theme)
+    build(root, clean, search=False, theme=theme, cache=False)
+    assert _tree(out) == _tree(clean)
+    assert note.is_file()
+
+
+def test_the_file_systems_clock_is_waited_for_within_a_limit(tmp_path: Path) -> None:
+    now = fs_clock(tmp_path)
+    assert write.clock_passed(tmp_path, now) and fs_clock(tmp_path) > now
+    started = time.monotonic()
+    assert not write.clock_passed(tmp_path, now + 60 * 10**9, limit=0.05)
+    assert time.monotonic() - started >= 0.05
 
 
 @pytest.mark.parametrize("in_kernel", [True, False], ids=["copy_file_range", "read-and-write"])
