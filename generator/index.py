@@ -181,7 +181,8 @@ class KeptIndex:
                 statuses[path] = file_status(self.folder / name)  # now: a link, and a move, change its time
             # A file written over in place within the tick of the clock its status was taken in keeps that
             # status: the note is written once the clock is past, and only if the files are still as noted.
-            if not clock_passed(self.folder, max(max(s[:2]) for s in statuses.values())):
+            newest = max(max(status[:2]) for status in statuses.values())  # a status begins with its two times
+            if not clock_passed(self.folder, newest):
                 return
             if any(file_status(self.folder / name) != statuses[path] for path, name in KEPT_FILES.items()):
                 return

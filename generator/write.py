@@ -329,17 +329,9 @@ def folder_stamps(
     that hold a path written since (or were made for one), whose stamps changed.
     """
     known = dict(known or {})
-    for path in written:
-        cut = path.rfind("/")
-        while cut > 0:
-            known.pop(path[: cut + 1], None)
-            cut = path.rfind("/", 0, cut)
-    folders: set[str] = set()
-    for path in paths:
-        cut = path.rfind("/")
-        while cut > 0 and path[: cut + 1] not in folders:
-            folders.add(path[: cut + 1])
-            cut = path.rfind("/", 0, cut)
+    for folder in _holding(written):
+        known.pop(folder, None)
+    folders = _holding(paths)
     skipped = tuple(f"{name}/" for name in skip)
     now = fs_clock(root)
     stamps: dict[str, Stamp | None] = {}
@@ -357,6 +349,17 @@ def folder_stamps(
         settled = found.st_ctime_ns < now - RACY_NS
         stamps[folder] = (found.st_ino, found.st_mtime_ns, found.st_ctime_ns) if settled else None
     return stamps
+
+
+def _holding(paths: Iterable[str]) -> set[str]:
+    """The folders that hold one of paths, and their parents, each as "a/b/"."""
+    folders: set[str] = set()
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0 and path[: cut + 1] not in folders:  # a folder's parents were added with it
+            folders.add(path[: cut + 1])
+            cut = path.rfind("/", 0, cut)
+    return folders
 
 
 def fs_clock(folder: Path) -> int:
